@@ -1,0 +1,298 @@
+//! The SDK integrators depend on: an async client that signs every request with
+//! [`tessera_sign`], sends it, and decodes the response envelope
+//! (`{success, data, requestId}` / `{success: false, error, code, requestId, details}`)
+//! into typed results and errors. No server code lives here.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), tessera_client::Error> {
+//! let client = tessera_client::Client::new("http://127.0.0.1:8080", "wl_prv_…", "secret")?;
+//! let ctx: tessera_client::models::Context = client.get("/api/white-label/v1/context").await?.data;
+//! println!("{}", ctx.account.platform_name);
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod models;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use rand::RngCore;
+use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
+pub use reqwest::Method;
+use secrecy::{ExposeSecret, SecretString};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// One `details` item of a validation error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    pub field: String,
+    pub message: String,
+}
+
+/// The error envelope of a non-2xx answer.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ApiErrorBody {
+    pub error: String,
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(rename = "requestId", default)]
+    pub request_id: Option<String>,
+    #[serde(default)]
+    pub details: Vec<ErrorDetail>,
+}
+
+/// What can go wrong with a call.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The server answered with an error envelope.
+    #[error("{status} {code}: {message} (requestId {request_id})")]
+    Api {
+        status: u16,
+        code: String,
+        message: String,
+        request_id: String,
+        details: Vec<ErrorDetail>,
+        /// Seconds to wait, from `Retry-After` on 429.
+        retry_after: Option<u64>,
+    },
+    /// The request never got an answer (connection refused, timeout, TLS).
+    #[error("transport: {0}")]
+    Transport(#[from] reqwest::Error),
+    /// The answer was not the envelope expected.
+    #[error("cannot decode the response (status {status}): {message}")]
+    Decode { status: u16, message: String },
+    /// The client was configured wrongly (bad base URL or header value).
+    #[error("client configuration: {0}")]
+    Config(String),
+}
+
+impl Error {
+    /// The machine-readable error code, when the server sent one.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Error::Api { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+    /// The HTTP status, when the server answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Error::Api { status, .. } | Error::Decode { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// A decoded success: the `data`, the `requestId` and, for lists, the pagination.
+#[derive(Debug, Clone)]
+pub struct Response<T> {
+    pub status: u16,
+    pub data: T,
+    pub request_id: String,
+    pub pagination: Option<models::Pagination>,
+}
+
+/// A raw answer, for callers that want the body as sent (the `tessera call` command, tests).
+#[derive(Debug, Clone)]
+pub struct RawResponse {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl RawResponse {
+    /// The body as JSON, or `Value::Null` when it is not JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// The signing client. Cheap to clone; share one per process.
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base_url: String,
+    key_id: String,
+    secret: std::sync::Arc<SecretString>,
+    domain: Option<String>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("base_url", &self.base_url)
+            .field("key_id", &self.key_id)
+            .field("secret", &"[redacted]")
+            .finish()
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// A fresh nonce: 128 random bits, url-safe base64 (22 characters).
+pub fn new_nonce() -> String {
+    let mut bytes = [0u8; 16];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+impl Client {
+    /// A client for `base_url` (e.g. `https://api.example.com`) signing with a private key.
+    pub fn new(base_url: &str, key_id: &str, secret: &str) -> Result<Self, Error> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| Error::Config(e.to_string()))?;
+        Ok(Self::with_http(http, base_url, key_id, secret))
+    }
+
+    /// Same as [`Client::new`] with a caller-built `reqwest::Client` (pools, proxies, timeouts).
+    pub fn with_http(http: reqwest::Client, base_url: &str, key_id: &str, secret: &str) -> Self {
+        Self {
+            http,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            key_id: key_id.to_string(),
+            secret: std::sync::Arc::new(SecretString::from(secret.to_string())),
+            domain: None,
+        }
+    }
+
+    /// Also send `x-white-label-domain` on every request (D2.7).
+    pub fn with_domain(mut self, domain: &str) -> Self {
+        self.domain = Some(domain.to_string());
+        self
+    }
+
+    /// The key id this client signs with.
+    pub fn key_id(&self) -> &str {
+        &self.key_id
+    }
+
+    /// The four signed headers for one request, with a fresh timestamp and nonce.
+    pub fn signed_headers(&self, method: &Method, path: &str, body: &[u8]) -> Result<HeaderMap, Error> {
+        self.signed_headers_at(method, path, body, now_ms(), &new_nonce())
+    }
+
+    /// The signed headers for a given timestamp and nonce (tests and replays use this).
+    pub fn signed_headers_at(
+        &self,
+        method: &Method,
+        path: &str,
+        body: &[u8],
+        timestamp_ms: i64,
+        nonce: &str,
+    ) -> Result<HeaderMap, Error> {
+        let ts = timestamp_ms.to_string();
+        let sig = tessera_sign::sign(self.secret.expose_secret().as_bytes(), &ts, method.as_str(), path, body);
+        let mut h = HeaderMap::new();
+        let val = |s: &str| HeaderValue::from_str(s).map_err(|e| Error::Config(e.to_string()));
+        h.insert(tessera_sign::HEADER_KEY_ID, val(&self.key_id)?);
+        h.insert(tessera_sign::HEADER_TIMESTAMP, val(&ts)?);
+        h.insert(tessera_sign::HEADER_NONCE, val(nonce)?);
+        h.insert(tessera_sign::HEADER_SIGNATURE, val(&sig)?);
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(d) = &self.domain {
+            h.insert("x-white-label-domain", val(d)?);
+        }
+        Ok(h)
+    }
+
+    /// Signs and sends `body` (raw bytes, sent exactly as signed) and returns the raw answer.
+    pub async fn send_raw(
+        &self,
+        method: Method,
+        path: &str,
+        body: Vec<u8>,
+        extra: Option<HeaderMap>,
+    ) -> Result<RawResponse, Error> {
+        let mut headers = self.signed_headers(&method, path, &body)?;
+        if let Some(extra) = extra {
+            headers.extend(extra);
+        }
+        let url = format!("{}{}", self.base_url, path);
+        let resp = self.http.request(method, url).headers(headers).body(body).send().await?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp.bytes().await?.to_vec();
+        Ok(RawResponse { status, headers, body })
+    }
+
+    /// Signs and sends a JSON request and decodes the envelope.
+    pub async fn request<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+        extra: Option<HeaderMap>,
+    ) -> Result<Response<T>, Error> {
+        let bytes = match body {
+            Some(b) => serde_json::to_vec(b).map_err(|e| Error::Config(e.to_string()))?,
+            None => Vec::new(),
+        };
+        decode(self.send_raw(method, path, bytes, extra).await?)
+    }
+
+    /// `GET path` (path includes any `?query`).
+    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<Response<T>, Error> {
+        self.request::<(), T>(Method::GET, path, None, None).await
+    }
+
+    /// `POST path` with a JSON body.
+    pub async fn post<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<Response<T>, Error> {
+        self.request(Method::POST, path, Some(body), None).await
+    }
+
+    /// `PATCH path` with a JSON body.
+    pub async fn patch<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<Response<T>, Error> {
+        self.request(Method::PATCH, path, Some(body), None).await
+    }
+
+    /// `GET /api/white-label/v1/context`.
+    pub async fn context(&self) -> Result<models::Context, Error> {
+        Ok(self.get("/api/white-label/v1/context").await?.data)
+    }
+}
+
+#[derive(Deserialize)]
+struct SuccessEnvelope<T> {
+    data: T,
+    #[serde(rename = "requestId", default)]
+    request_id: String,
+    #[serde(default)]
+    pagination: Option<models::Pagination>,
+}
+
+/// Decodes a raw answer into the typed success or the typed error.
+pub fn decode<T: DeserializeOwned>(raw: RawResponse) -> Result<Response<T>, Error> {
+    let status = raw.status;
+    if (200..300).contains(&status) {
+        let env: SuccessEnvelope<T> =
+            serde_json::from_slice(&raw.body).map_err(|e| Error::Decode { status, message: e.to_string() })?;
+        return Ok(Response { status, data: env.data, request_id: env.request_id, pagination: env.pagination });
+    }
+    let retry_after =
+        raw.headers.get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    match serde_json::from_slice::<ApiErrorBody>(&raw.body) {
+        Ok(e) => Err(Error::Api {
+            status,
+            code: e.code.unwrap_or_default(),
+            message: e.error,
+            request_id: e.request_id.unwrap_or_default(),
+            details: e.details,
+            retry_after,
+        }),
+        Err(e) => Err(Error::Decode { status, message: e.to_string() }),
+    }
+}

@@ -1,0 +1,150 @@
+//! The application: state shared by handlers, building it from config, and serving until a
+//! shutdown signal (in-flight requests finish first).
+use std::net::SocketAddr;
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::crypto::Keyring;
+use crate::auth::directory::KeyDirectory;
+use crate::auth::guard::Guards;
+use crate::auth::replay::ReplayStore;
+use crate::config::Config;
+use crate::domain::time::now_ms;
+use crate::store::Store;
+
+pub struct AppInner {
+    pub config: Config,
+    pub store: Store,
+    pub directory: KeyDirectory,
+    pub replay: ReplayStore,
+    pub guards: Guards,
+    /// Signed timestamps older than this are refused (D2.6).
+    pub started_at_ms: i64,
+    pub openapi_json: String,
+}
+
+/// Shared state; cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<AppInner>);
+
+impl Deref for AppState {
+    type Target = AppInner;
+    fn deref(&self) -> &AppInner {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// Whether the replay store is this process's memory (then a restart empties it).
+    pub fn replay_is_local(&self) -> bool {
+        true
+    }
+}
+
+/// Opens the store and the master key as the server and the operator CLI both do.
+pub async fn open_store(config: &Config) -> anyhow::Result<(Store, Arc<Keyring>)> {
+    let keyring = Keyring::load_or_create(config.data_dir(), config.master_key.as_ref()).context("master key")?;
+    let store =
+        Store::open(&config.effective_database_url(), config.db_max_connections).await.context("opening the store")?;
+    Ok((store, Arc::new(keyring)))
+}
+
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+}
+
+impl Application {
+    /// Binds the listener (port 0 picks a free port) and prepares the state.
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let (store, keyring) = open_store(&config).await?;
+        let directory = KeyDirectory::load(store.clone(), keyring).await?;
+        let listener = TcpListener::bind(config.listen).await.with_context(|| format!("binding {}", config.listen))?;
+        let state = AppState(Arc::new(AppInner {
+            replay: ReplayStore::new(config.security.replay_capacity),
+            guards: Guards::new(&config.security),
+            started_at_ms: now_ms(),
+            openapi_json: crate::http::openapi().to_json().context("openapi")?,
+            directory,
+            store,
+            config,
+        }));
+        Ok(Application { listener, state })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().unwrap_or_else(|_| self.state.config.listen)
+    }
+
+    pub fn state(&self) -> AppState {
+        self.state.clone()
+    }
+
+    /// Serves until `shutdown` resolves, then lets in-flight requests finish.
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let cancel = CancellationToken::new();
+        let background = tokio::spawn(maintenance(self.state.clone(), cancel.clone()));
+        let app = crate::http::router(self.state.clone());
+        let result = axum::serve(self.listener, app.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(shutdown)
+            .await;
+        cancel.cancel();
+        let _ = background.await;
+        result.context("serving")
+    }
+}
+
+/// Periodic upkeep: refresh the key directory, purge the replay store and idle limiter keys.
+async fn maintenance(state: AppState, cancel: CancellationToken) {
+    let refresh = Duration::from_millis(state.config.security.auth_cache_refresh_ms.max(50));
+    let mut tick = tokio::time::interval(refresh);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_purge = now_ms();
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        if let Err(e) = state.directory.refresh().await {
+            tracing::warn!(error = %e, "refreshing the key directory failed; keeping the cached one");
+        }
+        let now = now_ms();
+        if now - last_purge >= 30_000 {
+            state.replay.purge(now);
+            state.guards.per_account.retain_recent();
+            state.guards.per_ip.retain_recent();
+            last_purge = now;
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutdown signal received; finishing in-flight requests");
+}

@@ -1,0 +1,125 @@
+//! The key directory: what authentication reads on every request (keys with their secrets
+//! ready to check, account status, verified domains), kept in memory so that a flood of requests,
+//! bad signatures included, does not touch the store.
+//!
+//! Freshness: every change to keys, account status or domains bumps `auth_generation` in the
+//! same transaction, whoever makes it (this server or the operator CLI). The server polls that
+//! one counter every `auth_cache_refresh_ms` (default 1 s) and drops the cache when it moved, so
+//! a revocation takes effect within that interval on every instance.
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use secrecy::{ExposeSecret, SecretBox};
+
+use super::crypto::Keyring;
+use crate::domain::accounts::AccountStatus;
+use crate::store::keys::KeyInfo;
+use crate::store::{Store, StoreError, StoreResult};
+
+/// The secret side of a key, ready to check.
+pub enum KeySecret {
+    /// Public and campaign keys: keyed hash of the secret.
+    Hash(String),
+    /// Private keys: the decrypted HMAC secret.
+    Hmac(SecretBox<Vec<u8>>),
+}
+
+pub struct AuthKey {
+    pub info: KeyInfo,
+    pub secret: KeySecret,
+    pub account_status: AccountStatus,
+}
+
+impl AuthKey {
+    pub fn is_active(&self) -> bool {
+        self.info.status == "active"
+    }
+
+    pub fn hmac_secret(&self) -> Option<&[u8]> {
+        match &self.secret {
+            KeySecret::Hmac(s) => Some(s.expose_secret().as_slice()),
+            KeySecret::Hash(_) => None,
+        }
+    }
+}
+
+const MAX_CACHED_KEYS: usize = 100_000;
+
+pub struct KeyDirectory {
+    store: Store,
+    keyring: Arc<Keyring>,
+    keys: RwLock<HashMap<String, Arc<AuthKey>>>,
+    /// Verified hostname → account id.
+    domains: RwLock<Arc<HashMap<String, String>>>,
+    generation: AtomicI64,
+}
+
+impl KeyDirectory {
+    pub async fn load(store: Store, keyring: Arc<Keyring>) -> StoreResult<Self> {
+        let dir = KeyDirectory {
+            generation: AtomicI64::new(store.auth_generation().await?),
+            store,
+            keyring,
+            keys: RwLock::new(HashMap::new()),
+            domains: RwLock::new(Arc::new(HashMap::new())),
+        };
+        dir.reload_domains().await?;
+        Ok(dir)
+    }
+
+    pub fn keyring(&self) -> &Keyring {
+        &self.keyring
+    }
+
+    async fn reload_domains(&self) -> StoreResult<()> {
+        let map: HashMap<String, String> = self.store.verified_domains().await?.into_iter().collect();
+        *self.domains.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(map);
+        Ok(())
+    }
+
+    /// Re-reads the generation counter and drops cached state if it moved. Called by the
+    /// refresh loop; tests call it directly after changing keys with the CLI.
+    pub async fn refresh(&self) -> StoreResult<bool> {
+        let current = self.store.auth_generation().await?;
+        if current == self.generation.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.keys.write().unwrap_or_else(|p| p.into_inner()).clear();
+        self.reload_domains().await?;
+        self.generation.store(current, Ordering::Release);
+        Ok(true)
+    }
+
+    /// The key with this id, from memory or the store. Unknown ids are not cached (they are
+    /// bounded by the failure guard instead).
+    pub async fn key(&self, key_id: &str) -> StoreResult<Option<Arc<AuthKey>>> {
+        if let Some(k) = self.keys.read().unwrap_or_else(|p| p.into_inner()).get(key_id) {
+            return Ok(Some(k.clone()));
+        }
+        let generation = self.generation.load(Ordering::Acquire);
+        let Some(row) = self.store.key_for_auth(key_id).await? else { return Ok(None) };
+        let secret = match (&row.secret_sealed, &row.secret_hash) {
+            (Some(sealed), _) => KeySecret::Hmac(self.keyring.decrypt(key_id, sealed).ok_or_else(|| {
+                StoreError::Corrupt(format!("key {key_id}: secret does not decrypt under this master key"))
+            })?),
+            (None, Some(hash)) => KeySecret::Hash(hash.clone()),
+            (None, None) => return Err(StoreError::Corrupt(format!("key {key_id} has no secret"))),
+        };
+        let key = Arc::new(AuthKey { info: row.info, secret, account_status: row.account_status });
+        // Cache only if nothing changed while we read, so a concurrent refresh is never undone.
+        if self.generation.load(Ordering::Acquire) == generation {
+            let mut keys = self.keys.write().unwrap_or_else(|p| p.into_inner());
+            if keys.len() >= MAX_CACHED_KEYS {
+                keys.clear();
+            }
+            keys.insert(key_id.to_string(), key.clone());
+        }
+        Ok(Some(key))
+    }
+
+    /// The account owning this verified hostname.
+    pub fn domain_account(&self, hostname: &str) -> Option<String> {
+        self.domains.read().unwrap_or_else(|p| p.into_inner()).get(hostname).cloned()
+    }
+}

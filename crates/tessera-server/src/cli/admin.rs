@@ -1,0 +1,197 @@
+//! `tessera admin …`: accounts, domains, keys (and later audit). Each command is a function
+//! returning the JSON object it prints, so tests and the demo reuse them.
+use serde_json::{json, Value};
+
+use crate::auth::crypto::Keyring;
+use crate::auth::keys::{new_key_id, new_secret};
+use crate::domain::accounts::{normalize_hostname, parse_slug, AccountStatus};
+use crate::domain::scopes::{KeyKind, Scopes, CAPABILITY_WITHDRAWALS};
+use crate::domain::time::rfc3339;
+use crate::domain::DomainError;
+use crate::store::accounts::Account;
+use crate::store::keys::{KeyInfo, NewKey};
+use crate::store::{Store, StoreError};
+
+/// An admin failure: a message for stderr and a stable code.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct AdminError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl From<DomainError> for AdminError {
+    fn from(e: DomainError) -> Self {
+        let message = match &e {
+            DomainError::Validation(f) => {
+                f.iter().map(|f| format!("{}: {}", f.field, f.message)).collect::<Vec<_>>().join("; ")
+            }
+            other => other.to_string(),
+        };
+        AdminError { code: "validation_failed", message }
+    }
+}
+
+impl From<StoreError> for AdminError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => AdminError { code: "not_found", message: "not found".into() },
+            StoreError::Conflict(m) => AdminError { code: "conflict", message: m },
+            other => AdminError { code: "internal", message: other.to_string() },
+        }
+    }
+}
+
+fn not_found(what: &str, id: &str) -> AdminError {
+    AdminError { code: "not_found", message: format!("no {what} {id:?}") }
+}
+
+pub type AdminResult = Result<Value, AdminError>;
+
+fn account_json(a: &Account) -> Value {
+    json!({"id": a.id, "slug": a.slug, "platformName": a.platform_name, "status": a.status.as_str(), "createdAt": rfc3339(a.created_at)})
+}
+
+async fn account(store: &Store, slug: &str) -> Result<Account, AdminError> {
+    store.account_by_slug(slug).await.map_err(|e| match e {
+        StoreError::NotFound => not_found("account", slug),
+        other => other.into(),
+    })
+}
+
+pub async fn account_create(store: &Store, slug: &str, name: &str, status: &str) -> AdminResult {
+    let slug = parse_slug("slug", slug, 64)?;
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 255 {
+        return Err(DomainError::field("name", "must be 1 to 255 characters").into());
+    }
+    let status = AccountStatus::parse(status)?;
+    Ok(account_json(&store.create_account(&slug, name, status).await?))
+}
+
+pub async fn account_set_status(store: &Store, slug: &str, status: &str) -> AdminResult {
+    let status = AccountStatus::parse(status)?;
+    match store.set_account_status(slug, status).await {
+        Ok(a) => Ok(account_json(&a)),
+        Err(StoreError::NotFound) => Err(not_found("account", slug)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub async fn account_list(store: &Store) -> AdminResult {
+    let accounts: Vec<Value> = store.list_accounts().await?.iter().map(account_json).collect();
+    Ok(json!({ "accounts": accounts }))
+}
+
+pub async fn domain_add(store: &Store, slug: &str, hostname: &str, primary: bool, verified: bool) -> AdminResult {
+    let acct = account(store, slug).await?;
+    let host = normalize_hostname(hostname).ok_or_else(|| {
+        AdminError::from(DomainError::field("hostname", "must be a bare hostname: no scheme, port or path"))
+    })?;
+    let d = store.add_domain(&acct.id, &host, primary, verified).await?;
+    Ok(json!({"hostname": d.hostname, "isPrimary": d.is_primary, "sslStatus": d.ssl_status, "verified": d.verified}))
+}
+
+fn key_json(k: &KeyInfo) -> Value {
+    json!({
+        "keyId": k.key_id,
+        "kind": k.kind.as_str(),
+        "scopes": k.scopes.names(),
+        "capabilities": k.capabilities,
+        "campaignId": k.campaign_id,
+        "status": k.status,
+        "createdAt": rfc3339(k.created_at),
+        "revokedAt": k.revoked_at.map(rfc3339),
+    })
+}
+
+/// Creates a key; the secret is in the answer and nowhere else, ever.
+pub async fn key_create(
+    store: &Store,
+    keyring: &Keyring,
+    slug: &str,
+    kind: &str,
+    campaign: Option<&str>,
+    scopes: &str,
+    capabilities: &[String],
+) -> AdminResult {
+    let acct = account(store, slug).await?;
+    let kind = KeyKind::parse(kind)?;
+    let scopes = Scopes::parse_csv("scopes", scopes)?;
+    if scopes == Scopes::empty() {
+        return Err(DomainError::field("scopes", "at least one scope is required").into());
+    }
+    if kind != KeyKind::Private {
+        if let Some(s) = scopes.iter().find(|s| !s.is_safe_read()) {
+            return Err(DomainError::field(
+                "scopes",
+                format!("{} is not allowed on a {} key (browser keys carry settings:read, campaigns:read, tickets:read only)", s.as_str(), kind.as_str()),
+            )
+            .into());
+        }
+    }
+    for c in capabilities {
+        if c != CAPABILITY_WITHDRAWALS {
+            return Err(
+                DomainError::field("capability", format!("unknown capability {c:?}; known: withdrawals")).into()
+            );
+        }
+        if kind != KeyKind::Private {
+            return Err(DomainError::field("capability", "withdrawals is a private (secret) key capability").into());
+        }
+    }
+    match (kind, campaign) {
+        (KeyKind::Campaign, None) => {
+            return Err(DomainError::field("campaign", "a campaign key needs --campaign").into())
+        }
+        (KeyKind::Campaign, Some(id)) if !store.campaign_exists(&acct.id, id).await? => {
+            return Err(not_found("campaign of this account", id))
+        }
+        (_, Some(_)) => return Err(DomainError::field("campaign", "only campaign keys take --campaign").into()),
+        _ => {}
+    }
+    let key_id = new_key_id(kind);
+    let secret = new_secret();
+    let (secret_hash, secret_sealed) = match kind {
+        KeyKind::Private => (None, Some(keyring.encrypt(&key_id, &secret))),
+        _ => (Some(keyring.hash_secret(&secret)), None),
+    };
+    let mut caps = capabilities.to_vec();
+    caps.dedup();
+    let info = store
+        .insert_key(NewKey {
+            key_id: &key_id,
+            account_id: &acct.id,
+            kind,
+            campaign_id: campaign,
+            scopes,
+            capabilities: &caps,
+            secret_hash,
+            secret_sealed,
+        })
+        .await?;
+    Ok(json!({
+        "keyId": info.key_id,
+        "secret": secret,
+        "key": format!("{key_id}:{secret}"),
+        "kind": kind.as_str(),
+        "scopes": scopes.names(),
+        "capabilities": info.capabilities,
+        "campaignId": info.campaign_id,
+        "account": acct.slug,
+    }))
+}
+
+pub async fn key_list(store: &Store, slug: &str) -> AdminResult {
+    let acct = account(store, slug).await?;
+    let keys: Vec<Value> = store.list_keys(&acct.id).await?.iter().map(key_json).collect();
+    Ok(json!({ "account": acct.slug, "keys": keys }))
+}
+
+pub async fn key_revoke(store: &Store, key_id: &str) -> AdminResult {
+    match store.revoke_key(key_id).await {
+        Ok(k) => Ok(key_json(&k)),
+        Err(StoreError::NotFound) => Err(not_found("key", key_id)),
+        Err(e) => Err(e.into()),
+    }
+}

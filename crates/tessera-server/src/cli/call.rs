@@ -1,0 +1,24 @@
+//! `tessera call METHOD PATH [--data JSON]`: one signed request through the SDK, with
+//! `TESSERA_URL`, `TESSERA_KEY_ID`, `TESSERA_KEY_SECRET`. Prints the body; non-2xx exits 1.
+use anyhow::Context as _;
+
+pub async fn run(method: &str, path: &str, data: Option<&str>) -> anyhow::Result<i32> {
+    let url = std::env::var("TESSERA_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".to_string());
+    let key_id = std::env::var("TESSERA_KEY_ID").context("TESSERA_KEY_ID is not set")?;
+    let secret = std::env::var("TESSERA_KEY_SECRET").context("TESSERA_KEY_SECRET is not set")?;
+    let method = tessera_client::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).context("METHOD")?;
+    if !path.starts_with('/') {
+        anyhow::bail!("PATH must start with / (for example /api/white-label/v1/context)");
+    }
+    let body = match data {
+        Some(d) => {
+            serde_json::from_str::<serde_json::Value>(d).context("--data is not valid JSON")?;
+            d.as_bytes().to_vec()
+        }
+        None => Vec::new(),
+    };
+    let client = tessera_client::Client::new(&url, &key_id, &secret)?;
+    let resp = client.send_raw(method, path, body, None).await.with_context(|| format!("calling {url}"))?;
+    println!("{}", String::from_utf8_lossy(&resp.body));
+    Ok(if (200..300).contains(&resp.status) { 0 } else { 1 })
+}

@@ -1,0 +1,176 @@
+//! Settings: embedded defaults (`config/default.toml`) < optional TOML file < environment <
+//! flags. Secrets (the master key) are wrapped so they never print in `Debug`.
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use secrecy::SecretString;
+use serde::Deserialize;
+
+const DEFAULTS: &str = include_str!("../../../config/default.toml");
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub database_url: String,
+    pub log_format: LogFormat,
+    pub log_filter: String,
+    pub max_body_bytes: usize,
+    pub db_max_connections: u32,
+    pub security: SecurityConfig,
+    #[serde(skip)]
+    pub master_key: Option<SecretString>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecurityConfig {
+    pub clock_tolerance_ms: i64,
+    pub rate_limit_per_account: u32,
+    pub rate_limit_per_account_burst: u32,
+    pub rate_limit_per_ip: u32,
+    pub rate_limit_per_ip_burst: u32,
+    pub auth_failure_limit: u32,
+    pub auth_failure_window_secs: u64,
+    pub auth_block_secs: u64,
+    pub replay_capacity: usize,
+    pub trust_forwarded_for: bool,
+    pub auth_cache_refresh_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Values given as flags; `None` leaves the lower layers in force.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub config_file: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub database_url: Option<String>,
+    pub listen: Option<SocketAddr>,
+}
+
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn env_parse<T: std::str::FromStr>(name: &str) -> anyhow::Result<Option<T>>
+where
+    T::Err: std::fmt::Display,
+{
+    match env(name) {
+        None => Ok(None),
+        Some(v) => v.parse().map(Some).map_err(|e| anyhow::anyhow!("{name}={v:?}: {e}")),
+    }
+}
+
+impl Config {
+    /// The defaults alone, as `tessera serve` sees them with nothing set.
+    pub fn defaults() -> Self {
+        // The embedded file is part of the binary and checked by a unit test.
+        toml::from_str(DEFAULTS).unwrap_or_else(|e| panic!("embedded config/default.toml is invalid: {e}"))
+    }
+
+    /// Builds the effective configuration from every layer.
+    pub fn load(over: &Overrides) -> anyhow::Result<Self> {
+        let mut table: toml::Table = toml::from_str(DEFAULTS).context("embedded defaults")?;
+        let file = over.config_file.clone().or_else(|| env("TESSERA_CONFIG").map(PathBuf::from));
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+            let user: toml::Table = toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+            merge(&mut table, user);
+        }
+        let mut cfg: Config = table.try_into().context("configuration")?;
+
+        if let Some(v) = env_parse("TESSERA_LISTEN")? {
+            cfg.listen = v;
+        }
+        if let Some(v) = env("TESSERA_DATA_DIR") {
+            cfg.data_dir = v.into();
+        }
+        if let Some(v) = env("DATABASE_URL").or_else(|| env("TESSERA_DATABASE_URL")) {
+            cfg.database_url = v;
+        }
+        if let Some(v) = env("TESSERA_LOG_FORMAT") {
+            cfg.log_format = match v.as_str() {
+                "json" => LogFormat::Json,
+                "text" => LogFormat::Text,
+                other => anyhow::bail!("TESSERA_LOG_FORMAT must be text or json, not {other:?}"),
+            };
+        }
+        if let Some(v) = env("TESSERA_LOG") {
+            cfg.log_filter = v;
+        }
+        let s = &mut cfg.security;
+        if let Some(v) = env_parse("TESSERA_RATE_LIMIT_PER_ACCOUNT")? {
+            s.rate_limit_per_account = v;
+        }
+        if let Some(v) = env_parse("TESSERA_RATE_LIMIT_PER_IP")? {
+            s.rate_limit_per_ip = v;
+        }
+        if let Some(v) = env_parse("TESSERA_AUTH_FAILURE_LIMIT")? {
+            s.auth_failure_limit = v;
+        }
+        cfg.master_key = env("TESSERA_MASTER_KEY").map(SecretString::from);
+
+        if let Some(v) = &over.data_dir {
+            cfg.data_dir = v.clone();
+        }
+        if let Some(v) = &over.database_url {
+            cfg.database_url = v.clone();
+        }
+        if let Some(v) = over.listen {
+            cfg.listen = v;
+        }
+        Ok(cfg)
+    }
+
+    /// The database to open: the configured URL, or SQLite in the data directory.
+    pub fn effective_database_url(&self) -> String {
+        if self.database_url.is_empty() {
+            format!("sqlite://{}?mode=rwc", self.sqlite_path().display())
+        } else {
+            self.database_url.clone()
+        }
+    }
+
+    pub fn sqlite_path(&self) -> PathBuf {
+        self.data_dir.join("tessera.db")
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_defaults_parse_and_match_the_spec() {
+        let c = Config::defaults();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.max_body_bytes, 1 << 20);
+        assert_eq!(c.security.clock_tolerance_ms, 300_000);
+        assert_eq!(c.security.rate_limit_per_account, 1200);
+        assert_eq!(c.security.rate_limit_per_ip, 600);
+    }
+}

@@ -1,0 +1,89 @@
+//! The response envelope of version 1 routes (spec "Endpoints", D1.1):
+//! `{success: true, data, requestId}` (plus `pagination` on lists). The request id lives in a
+//! task-local set by the request-id middleware, so every body and header carry the same value.
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+tokio::task_local! {
+    /// The id of the request being served.
+    pub static REQUEST_ID: String;
+}
+
+/// The current request id, or `"-"` outside a request.
+pub fn request_id() -> String {
+    REQUEST_ID.try_with(|id| id.clone()).unwrap_or_else(|_| "-".to_string())
+}
+
+/// `pagination` beside `data` on list routes (D1.8).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Pagination {
+    pub page: u32,
+    pub limit: u32,
+    pub total: u64,
+    pub has_more: bool,
+}
+
+/// Success envelope, as documented (the server builds it in [`ApiResponse`]).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Envelope<T> {
+    /// Always `true`.
+    pub success: bool,
+    pub data: T,
+    pub request_id: String,
+}
+
+/// List envelope, as documented.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListEnvelope<T> {
+    pub success: bool,
+    pub data: Vec<T>,
+    pub pagination: Pagination,
+    pub request_id: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Body<'a, T> {
+    success: bool,
+    data: &'a T,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pagination: Option<Pagination>,
+    request_id: String,
+}
+
+/// A successful answer of a version 1 route.
+pub struct ApiResponse<T> {
+    status: StatusCode,
+    data: T,
+    pagination: Option<Pagination>,
+}
+
+impl<T: Serialize> ApiResponse<T> {
+    pub fn ok(data: T) -> Self {
+        ApiResponse { status: StatusCode::OK, data, pagination: None }
+    }
+    pub fn created(data: T) -> Self {
+        ApiResponse { status: StatusCode::CREATED, data, pagination: None }
+    }
+    pub fn accepted(data: T) -> Self {
+        ApiResponse { status: StatusCode::ACCEPTED, data, pagination: None }
+    }
+    pub fn list(data: T, pagination: Pagination) -> Self {
+        ApiResponse { status: StatusCode::OK, data, pagination: Some(pagination) }
+    }
+}
+
+impl<T: Serialize> IntoResponse for ApiResponse<T> {
+    fn into_response(self) -> Response {
+        let body = Body { success: true, data: &self.data, pagination: self.pagination, request_id: request_id() };
+        match serde_json::to_vec(&body) {
+            Ok(bytes) => (self.status, [(axum::http::header::CONTENT_TYPE, "application/json")], bytes).into_response(),
+            Err(e) => super::error::ApiError::internal(e).into_response(),
+        }
+    }
+}

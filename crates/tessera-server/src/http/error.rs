@@ -1,0 +1,186 @@
+//! `ApiError`: the one place where failures become statuses and error envelopes
+//! (`{success: false, error, code, requestId, details?}`, spec "Errors" and D1.2–D1.3).
+//! Internal causes are logged with the request id and never sent.
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::envelope::request_id;
+use crate::auth::guard::LimitInfo;
+use crate::domain::{DomainError, FieldError};
+use crate::store::StoreError;
+
+/// One item of `details`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Detail {
+    /// The field, as a path into the body or query (`ticketTypes[0].price`) or a header name.
+    pub field: String,
+    pub message: String,
+}
+
+impl From<FieldError> for Detail {
+    fn from(f: FieldError) -> Self {
+        Detail { field: f.field, message: f.message }
+    }
+}
+
+/// Error envelope of version 1 routes.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorEnvelope {
+    /// Always `false`.
+    pub success: bool,
+    /// Human-readable message.
+    pub error: String,
+    /// Machine-readable code (D1.2), e.g. `validation_failed`, `invalid_signature`.
+    pub code: String,
+    pub request_id: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<Detail>,
+}
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub details: Vec<Detail>,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+pub type ApiResult<T> = Result<super::envelope::ApiResponse<T>, ApiError>;
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError { status, code, message: message.into(), details: Vec::new(), headers: Vec::new() }
+    }
+
+    pub fn with_detail(mut self, field: impl Into<String>, message: impl Into<String>) -> Self {
+        self.details.push(Detail { field: field.into(), message: message.into() });
+        self
+    }
+
+    pub fn validation(details: Vec<Detail>) -> Self {
+        ApiError { details, ..Self::new(StatusCode::BAD_REQUEST, "validation_failed", "validation failed") }
+    }
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::validation(vec![Detail { field: field.into(), message: message.into() }])
+    }
+    pub fn malformed_json(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "malformed_json", message)
+    }
+    pub fn missing_auth(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "missing_auth", message)
+    }
+    pub fn invalid_key() -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "invalid_key", "the key is unknown, revoked or not valid for this scheme")
+    }
+    pub fn invalid_signature() -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "invalid_signature", "the signature does not match the request")
+    }
+    pub fn stale_timestamp() -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "stale_timestamp", "the timestamp is outside the accepted clock window")
+    }
+    pub fn replayed() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "replayed_request",
+            "this nonce or signature was already used; sign again with a fresh timestamp and nonce",
+        )
+    }
+    pub fn account_inactive(status: &str) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "account_inactive", format!("the account is {status}"))
+    }
+    pub fn insufficient_scope(missing: &[&str]) -> Self {
+        let mut e = Self::new(
+            StatusCode::FORBIDDEN,
+            "insufficient_scope",
+            format!("the key lacks the scope {}", missing.join(", ")),
+        );
+        for m in missing {
+            e = e.with_detail("scope", format!("requires {m}"));
+        }
+        e
+    }
+    pub fn domain_not_allowed() -> Self {
+        Self::new(StatusCode::FORBIDDEN, "domain_not_allowed", "the domain is not an approved domain of this account")
+    }
+    pub fn not_found(what: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found"))
+    }
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "conflict", message)
+    }
+    pub fn invalid_transition(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "invalid_transition", message)
+    }
+    pub fn payload_too_large(limit: usize) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("the body is larger than {limit} bytes"))
+    }
+    pub fn method_not_allowed() -> Self {
+        Self::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
+    }
+    /// 429 with `Retry-After` and the RateLimit headers.
+    pub fn rate_limited(info: LimitInfo, message: &str) -> Self {
+        let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message);
+        e.headers = rate_limit_headers(info);
+        e.headers.push((HeaderName::from_static("retry-after"), HeaderValue::from(info.reset_secs)));
+        e
+    }
+    /// A 500; the cause goes to the log under the request id, the client sees nothing of it.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(request_id = %request_id(), error = %cause, "internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; quote the requestId when reporting it",
+        )
+    }
+}
+
+/// `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`.
+pub fn rate_limit_headers(info: LimitInfo) -> Vec<(HeaderName, HeaderValue)> {
+    vec![
+        (HeaderName::from_static("ratelimit-limit"), HeaderValue::from(info.limit)),
+        (HeaderName::from_static("ratelimit-remaining"), HeaderValue::from(info.remaining)),
+        (HeaderName::from_static("ratelimit-reset"), HeaderValue::from(info.reset_secs)),
+    ]
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorEnvelope {
+            success: false,
+            error: self.message,
+            code: self.code.to_string(),
+            request_id: request_id(),
+            details: self.details,
+        };
+        let mut resp = (self.status, axum::Json(body)).into_response();
+        for (k, v) in self.headers {
+            resp.headers_mut().insert(k, v);
+        }
+        resp
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(e: DomainError) -> Self {
+        match e {
+            DomainError::Validation(fields) => ApiError::validation(fields.into_iter().map(Detail::from).collect()),
+            DomainError::InvalidTransition(m) => ApiError::invalid_transition(m),
+            DomainError::Conflict(m) => ApiError::conflict(m),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => ApiError::not_found("resource"),
+            StoreError::Conflict(m) => ApiError::conflict(m),
+            other => ApiError::internal(other),
+        }
+    }
+}

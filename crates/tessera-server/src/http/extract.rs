@@ -1,0 +1,223 @@
+//! Extractors: JSON bodies and queries with field-path error details (D1.3–D1.4), and the
+//! caller, whose type names the route's scheme and scopes so that no handler can skip a check:
+//! `Signed<scope::SettingsRead>`, `DomainKey<scope::Storefront>`, `AnyKey<scope::CampaignsRead>`.
+//!
+//! The auth middleware has already checked the credentials (headers, key, timestamp, signature,
+//! replay: D2.8 steps 1–5). The extractor runs the rest in order: scheme, account status, scope,
+//! per-account rate limit.
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use super::error::{ApiError, Detail};
+use crate::app::AppState;
+use crate::auth::guard::LimitInfo;
+use crate::domain::accounts::AccountStatus;
+use crate::domain::scopes::{KeyKind, Scope, Scopes};
+
+/// How the caller authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Signed,
+    DomainKey,
+}
+
+/// Who is calling: set by the auth middleware, checked by the extractors below.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub account_id: String,
+    pub account_status: AccountStatus,
+    pub key_id: String,
+    pub kind: KeyKind,
+    pub campaign_id: Option<String>,
+    pub scopes: Scopes,
+    pub capabilities: Vec<String>,
+    pub scheme: Scheme,
+    /// The approved domain the request named, if any.
+    pub domain: Option<String>,
+}
+
+impl Caller {
+    pub fn has_capability(&self, cap: &str) -> bool {
+        self.capabilities.iter().any(|c| c == cap)
+    }
+}
+
+/// Filled by the per-account limit in the extractor, read by the middleware to set the
+/// RateLimit headers on the response.
+#[derive(Clone, Default)]
+pub struct RateSlot(pub Arc<Mutex<Option<LimitInfo>>>);
+
+/// What a route requires beyond its scheme.
+pub trait Requirement: Send + Sync + 'static {
+    const SCOPES: Scopes;
+}
+
+/// Scope requirements, named as in the spec's Scope column.
+pub mod scope {
+    use super::{Requirement, Scope, Scopes};
+    macro_rules! requirement {
+        ($($name:ident => [$($s:ident),+];)+) => {$(
+            pub struct $name;
+            impl Requirement for $name {
+                const SCOPES: Scopes = Scopes::of(&[$(Scope::$s),+]);
+            }
+        )+};
+    }
+    requirement! {
+        SettingsRead => [SettingsRead];
+        SettingsWrite => [SettingsWrite];
+        CampaignsRead => [CampaignsRead];
+        CampaignsWrite => [CampaignsWrite];
+        TicketsRead => [TicketsRead];
+        TicketsWrite => [TicketsWrite];
+        PaymentsWrite => [PaymentsWrite];
+        WithdrawalsWrite => [WithdrawalsWrite];
+        MyTicketsRead => [MyTicketsRead];
+        SubmissionsWrite => [SubmissionsWrite];
+        NotificationsWrite => [NotificationsWrite];
+        Storefront => [CampaignsRead, TicketsRead];
+    }
+}
+
+fn admit(parts: &mut Parts, state: &AppState, accept: &[Scheme], required: Scopes) -> Result<Caller, ApiError> {
+    let caller = match parts.extensions.get::<Caller>() {
+        Some(c) if accept.contains(&c.scheme) => c.clone(),
+        _ => {
+            return Err(if accept == [Scheme::Signed] {
+                ApiError::missing_auth("this route takes a signed request")
+                    .with_detail(tessera_sign::HEADER_KEY_ID, "required")
+                    .with_detail(tessera_sign::HEADER_SIGNATURE, "required")
+                    .with_detail(tessera_sign::HEADER_TIMESTAMP, "required")
+                    .with_detail(tessera_sign::HEADER_NONCE, "required")
+            } else if accept == [Scheme::DomainKey] {
+                ApiError::missing_auth("this route takes a domain and a public or campaign key")
+                    .with_detail("x-white-label-domain", "required")
+                    .with_detail("x-white-label-key", "required")
+            } else {
+                ApiError::missing_auth("this route takes a signed request or a domain and a public or campaign key")
+            })
+        }
+    };
+    if caller.account_status != AccountStatus::Enabled {
+        return Err(ApiError::account_inactive(caller.account_status.as_str()));
+    }
+    if !caller.scopes.contains_all(required) {
+        return Err(ApiError::insufficient_scope(&caller.scopes.missing(required)));
+    }
+    match state.guards.per_account.check(&caller.account_id) {
+        Ok(info) => {
+            if let (Some(info), Some(slot)) = (info, parts.extensions.get::<RateSlot>()) {
+                *slot.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(info);
+            }
+        }
+        Err(info) => return Err(ApiError::rate_limited(info, "too many requests for this account")),
+    }
+    Ok(caller)
+}
+
+macro_rules! caller_extractor {
+    ($(#[$doc:meta])* $name:ident, [$($scheme:ident),+]) => {
+        $(#[$doc])*
+        pub struct $name<R>(pub Caller, PhantomData<R>);
+
+        impl<R> std::ops::Deref for $name<R> {
+            type Target = Caller;
+            fn deref(&self) -> &Caller {
+                &self.0
+            }
+        }
+
+        impl<R: Requirement> FromRequestParts<AppState> for $name<R> {
+            type Rejection = ApiError;
+            async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+                admit(parts, state, &[$(Scheme::$scheme),+], R::SCOPES).map(|c| $name(c, PhantomData))
+            }
+        }
+    };
+}
+
+caller_extractor!(
+    /// A signed request (spec Scheme 2) with the scopes of `R`.
+    Signed,
+    [Signed]
+);
+caller_extractor!(
+    /// A domain plus public or campaign key (spec Scheme 1) with the scopes of `R`.
+    DomainKey,
+    [DomainKey]
+);
+caller_extractor!(
+    /// Either scheme, for routes the spec gives in two forms.
+    AnyKey,
+    [DomainKey, Signed]
+);
+
+/// Turns a serde error at a path into a details item naming the field.
+fn detail_from_path(path: &serde_path_to_error::Path, message: &str) -> Detail {
+    let base = path.to_string();
+    let base = if base == "." { String::new() } else { base };
+    let join = |name: &str| if base.is_empty() { name.to_string() } else { format!("{base}.{name}") };
+    for prefix in ["unknown field `", "missing field `"] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            if let Some(name) = rest.split('`').next() {
+                let msg = if prefix.starts_with("unknown") { "unknown field" } else { "is required" };
+                return Detail { field: join(name), message: msg.to_string() };
+            }
+        }
+    }
+    let field = if base.is_empty() { "body".to_string() } else { base };
+    Detail { field, message: message.to_string() }
+}
+
+/// Parses a JSON body that must be an object, naming the field of any error.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::malformed_json(format!("the body is not valid JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(ApiError::malformed_json("the body must be a JSON object"));
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let d = detail_from_path(e.path(), &e.inner().to_string());
+        ApiError::validation(vec![d])
+    })
+}
+
+/// A JSON body: 413 past the limit, 400 `malformed_json`, 400 `validation_failed` with details.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::payload_too_large(1 << 20)
+            } else {
+                ApiError::malformed_json(e.body_text())
+            }
+        })?;
+        parse_json(&bytes).map(ApiJson)
+    }
+}
+
+/// A query string: unknown parameters and bad values are 400 with details naming them.
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let q = parts.uri.query().unwrap_or("");
+        let de = serde_urlencoded::Deserializer::new(form_urlencoded_parse(q));
+        serde_path_to_error::deserialize(de).map(ApiQuery).map_err(|e| {
+            let d = detail_from_path(e.path(), &e.inner().to_string());
+            ApiError::validation(vec![d])
+        })
+    }
+}
+
+fn form_urlencoded_parse(q: &str) -> form_urlencoded::Parse<'_> {
+    form_urlencoded::parse(q.as_bytes())
+}

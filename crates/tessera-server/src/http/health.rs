@@ -1,0 +1,23 @@
+//! Liveness and readiness, outside the version 1 envelope and auth.
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::Json;
+
+use crate::app::AppState;
+
+/// GET /healthz — the process is up.
+#[utoipa::path(get, path = "/healthz", tag = "health", responses((status = 200, description = "up")))]
+pub async fn healthz() -> impl IntoResponse {
+    Json(serde_json::json!({"status": "ok"}))
+}
+
+/// GET /readyz — the store answers.
+#[utoipa::path(get, path = "/readyz", tag = "health", responses((status = 200, description = "ready"), (status = 503, description = "store unreachable")))]
+pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
+    if state.store.ping().await {
+        (StatusCode::OK, Json(serde_json::json!({"status": "ready"})))
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({"status": "unavailable"})))
+    }
+}

@@ -1,0 +1,251 @@
+//! Credential checks for version 1 routes, in the order of D2.8 steps 1–5: headers present →
+//! key known and active → timestamp → signature → replay. Account status, scope and the
+//! per-account limit follow in the route's caller extractor (`http::extract`). Nothing is
+//! written to the store on this path.
+use axum::body::Body;
+use axum::extract::{OriginalUri, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::client_ip;
+use super::edge::{origin_host, EXPOSED_HEADERS};
+use crate::app::AppState;
+use crate::auth::directory::AuthKey;
+use crate::auth::guard::LimitInfo;
+use crate::auth::keys::plausible_key_id;
+use crate::auth::replay::ReplayError;
+use crate::domain::accounts::normalize_hostname;
+use crate::domain::scopes::KeyKind;
+use crate::domain::time::now_ms;
+use crate::http::error::ApiError;
+use crate::http::extract::{Caller, RateSlot, Scheme};
+
+const DOMAIN_HEADER: &str = "x-white-label-domain";
+const KEY_HEADER: &str = "x-white-label-key";
+const SIGNED_HEADERS: [&str; 4] = [
+    tessera_sign::HEADER_KEY_ID,
+    tessera_sign::HEADER_SIGNATURE,
+    tessera_sign::HEADER_TIMESTAMP,
+    tessera_sign::HEADER_NONCE,
+];
+
+fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn valid_nonce(n: &str) -> bool {
+    (8..=128).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn blocked(secs: u64) -> ApiError {
+    ApiError::rate_limited(
+        LimitInfo { limit: 0, remaining: 0, reset_secs: secs },
+        "too many failed authentication attempts; blocked for a while",
+    )
+}
+
+fn caller(key: &AuthKey, scheme: Scheme, domain: Option<String>) -> Caller {
+    Caller {
+        account_id: key.info.account_id.clone(),
+        account_status: key.account_status,
+        key_id: key.info.key_id.clone(),
+        kind: key.info.kind,
+        campaign_id: key.info.campaign_id.clone(),
+        scopes: key.info.scopes,
+        capabilities: key.info.capabilities.clone(),
+        scheme,
+        domain,
+    }
+}
+
+pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let slot = RateSlot::default();
+    let cors_origin = req.headers().get(header::ORIGIN).cloned();
+    let signed = SIGNED_HEADERS.iter().any(|h| req.headers().contains_key(*h));
+    let domain_keyed = req.headers().contains_key(KEY_HEADER) || req.headers().contains_key(DOMAIN_HEADER);
+    let result = if signed {
+        signed_request(&state, req).await
+    } else if domain_keyed {
+        domain_key_request(&state, req).await
+    } else {
+        Ok((req, false))
+    };
+    let (mut req, domain_keyed) = match result {
+        Ok(v) => v,
+        Err(e) => return e.into_response(),
+    };
+    req.extensions_mut().insert(slot.clone());
+    let mut resp = next.run(req).await;
+    if let Some(info) = *slot.0.lock().unwrap_or_else(|p| p.into_inner()) {
+        for (k, v) in crate::http::error::rate_limit_headers(info) {
+            resp.headers_mut().insert(k, v);
+        }
+    }
+    // CORS answers only a browser request whose Origin matched an approved domain.
+    if let (true, Some(origin)) = (domain_keyed, cors_origin) {
+        let h = resp.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSED_HEADERS));
+        h.insert(header::VARY, HeaderValue::from_static("origin"));
+    }
+    resp
+}
+
+async fn signed_request(state: &AppState, req: Request) -> Result<(Request, bool), ApiError> {
+    let h = req.headers();
+    let missing: Vec<&str> =
+        SIGNED_HEADERS.iter().copied().filter(|n| header(h, n).is_none_or(str::is_empty)).collect();
+    if !missing.is_empty() {
+        let mut e = ApiError::missing_auth("signed requests need all four signed headers");
+        for m in missing {
+            e = e.with_detail(m, "required");
+        }
+        return Err(e);
+    }
+    let (Some(key_id), Some(signature), Some(timestamp), Some(nonce)) = (
+        header(h, tessera_sign::HEADER_KEY_ID).map(str::to_string),
+        header(h, tessera_sign::HEADER_SIGNATURE).map(str::to_string),
+        header(h, tessera_sign::HEADER_TIMESTAMP).map(str::to_string),
+        header(h, tessera_sign::HEADER_NONCE).map(str::to_string),
+    ) else {
+        return Err(ApiError::missing_auth("signed requests need all four signed headers"));
+    };
+    if !valid_nonce(&nonce) {
+        return Err(ApiError::missing_auth("the nonce must be 8 to 128 characters of A-Z, a-z, 0-9, '_' and '-'")
+            .with_detail(tessera_sign::HEADER_NONCE, "8 to 128 characters of [A-Za-z0-9_-]"));
+    }
+    let ip = client_ip(&req, state.config.security.trust_forwarded_for);
+    let now = now_ms();
+    let guard = &state.guards.failures;
+    if let Some(secs) = guard.pair_blocked(&key_id, ip, now) {
+        return Err(blocked(secs));
+    }
+    let key = lookup(state, &key_id, ip, now).await?;
+    let Some(secret) = key.hmac_secret().filter(|_| key.info.kind == KeyKind::Private) else {
+        // A browser key cannot sign: its secret is only stored as a hash.
+        return Err(ApiError::invalid_key());
+    };
+    let tolerance = state.config.security.clock_tolerance_ms;
+    let ts = tessera_sign::check_timestamp(&timestamp, now, tolerance).map_err(|_| ApiError::stale_timestamp())?;
+    if ts < state.started_at_ms && state.replay_is_local() {
+        // After a restart the in-memory replay store is empty: refuse what it cannot vouch for.
+        return Err(ApiError::stale_timestamp());
+    }
+    if let Some(len) =
+        req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok())
+    {
+        if len > state.config.max_body_bytes {
+            return Err(ApiError::payload_too_large(state.config.max_body_bytes));
+        }
+    }
+    let target = req.extensions().get::<OriginalUri>().map(|u| u.0.clone()).unwrap_or_else(|| req.uri().clone());
+    let path = target.path_and_query().map(|p| p.as_str()).unwrap_or("/").to_string();
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, state.config.max_body_bytes)
+        .await
+        .map_err(|_| ApiError::payload_too_large(state.config.max_body_bytes))?;
+    if tessera_sign::verify_signature(secret, &timestamp, parts.method.as_str(), &path, &bytes, &signature).is_err() {
+        guard.bad_signature(&key_id, ip, now);
+        return Err(ApiError::invalid_signature());
+    }
+    match state.replay.claim(&key_id, &nonce, &signature, now, ts + tolerance + 1) {
+        Ok(()) => {}
+        Err(ReplayError::Replayed) => return Err(ApiError::replayed()),
+        Err(ReplayError::Full) => {
+            tracing::warn!("replay store full; refusing signed requests until entries expire");
+            return Err(ApiError::rate_limited(
+                LimitInfo { limit: 0, remaining: 0, reset_secs: 5 },
+                "the server is busy; retry shortly",
+            ));
+        }
+    }
+    // D2.7: a domain named on a signed route must be an approved domain of the account.
+    let domain = match header(&parts.headers, DOMAIN_HEADER) {
+        None => None,
+        Some(d) => Some(approved_domain(state, d, &key.info.account_id)?),
+    };
+    let mut req = Request::from_parts(parts, Body::from(bytes));
+    req.extensions_mut().insert(caller(&key, Scheme::Signed, domain));
+    Ok((req, false))
+}
+
+async fn lookup(
+    state: &AppState,
+    key_id: &str,
+    ip: std::net::IpAddr,
+    now: i64,
+) -> Result<std::sync::Arc<AuthKey>, ApiError> {
+    let guard = &state.guards.failures;
+    let found =
+        if plausible_key_id(key_id) { state.directory.key(key_id).await.map_err(ApiError::from)? } else { None };
+    match found {
+        Some(k) if k.is_active() => Ok(k),
+        Some(_) => Err(ApiError::invalid_key()),
+        None => {
+            if let Some(secs) = guard.probe_blocked(ip, now) {
+                return Err(blocked(secs));
+            }
+            guard.unknown_key(ip, now);
+            Err(ApiError::invalid_key())
+        }
+    }
+}
+
+fn approved_domain(state: &AppState, raw: &str, account_id: &str) -> Result<String, ApiError> {
+    let host = normalize_hostname(raw).ok_or_else(ApiError::domain_not_allowed)?;
+    match state.directory.domain_account(&host) {
+        Some(owner) if owner == account_id => Ok(host),
+        _ => Err(ApiError::domain_not_allowed()),
+    }
+}
+
+async fn domain_key_request(state: &AppState, mut req: Request) -> Result<(Request, bool), ApiError> {
+    let h = req.headers();
+    let (domain, key) = match (header(h, DOMAIN_HEADER), header(h, KEY_HEADER)) {
+        (Some(d), Some(k)) if !d.is_empty() && !k.is_empty() => (d.to_string(), k.to_string()),
+        (d, k) => {
+            let mut e = ApiError::missing_auth("domain-key requests need x-white-label-domain and x-white-label-key");
+            if d.is_none_or(str::is_empty) {
+                e = e.with_detail(DOMAIN_HEADER, "required");
+            }
+            if k.is_none_or(str::is_empty) {
+                e = e.with_detail(KEY_HEADER, "required");
+            }
+            return Err(e);
+        }
+    };
+    let Some((key_id, secret)) = key.split_once(':') else {
+        return Err(ApiError::invalid_key().with_detail(KEY_HEADER, "must be <keyId>:<secret>"));
+    };
+    if KeyKind::of_key_id(key_id) == Some(KeyKind::Private) {
+        // D2.3: a private secret in a browser header has leaked. Refuse it and say so in the log.
+        tracing::warn!(key_id, "private key sent in x-white-label-key; it should be revoked and rotated");
+        return Err(ApiError::invalid_key().with_detail(KEY_HEADER, "private keys must never be sent from a browser"));
+    }
+    let ip = client_ip(&req, state.config.security.trust_forwarded_for);
+    let now = now_ms();
+    let guard = &state.guards.failures;
+    if let Some(secs) = guard.pair_blocked(key_id, ip, now) {
+        return Err(blocked(secs));
+    }
+    let found = lookup(state, key_id, ip, now).await?;
+    let matches = match &found.secret {
+        crate::auth::directory::KeySecret::Hash(hash) => state.directory.keyring().secret_matches(secret, hash),
+        crate::auth::directory::KeySecret::Hmac(_) => false,
+    };
+    if !matches {
+        guard.bad_signature(key_id, ip, now);
+        return Err(ApiError::invalid_key());
+    }
+    let host = approved_domain(state, &domain, &found.info.account_id)?;
+    if let Some(origin) = header(h, header::ORIGIN.as_str()) {
+        if origin_host(origin).as_deref() != Some(host.as_str()) {
+            return Err(ApiError::domain_not_allowed()
+                .with_detail("origin", "must be the domain named in x-white-label-domain"));
+        }
+    }
+    let caller = caller(&found, Scheme::DomainKey, Some(host));
+    req.extensions_mut().insert(caller);
+    Ok((req, true))
+}

@@ -1,0 +1,64 @@
+//! The edge: the per-IP rate limit on API paths (D2.10) and CORS preflight for the
+//! domain-key routes (D2.3: answered only for approved domains).
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::client_ip;
+use crate::app::AppState;
+use crate::http::error::{rate_limit_headers, ApiError};
+
+pub const ALLOWED_HEADERS: &str = "content-type, x-white-label-domain, x-white-label-key, x-request-id";
+pub const EXPOSED_HEADERS: &str = "x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, retry-after";
+
+/// The host of an `Origin` header value (`https://shop.example.com:443` → `shop.example.com`).
+pub fn origin_host(origin: &str) -> Option<String> {
+    let rest = origin.split_once("://").map(|(_, r)| r)?;
+    let host = rest.split('/').next()?;
+    let host = host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host);
+    crate::domain::accounts::normalize_hostname(host)
+}
+
+pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    if !path.starts_with("/api/") {
+        return next.run(req).await;
+    }
+    if req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD) {
+        return preflight(&state, &req);
+    }
+    let ip = client_ip(&req, state.config.security.trust_forwarded_for);
+    match state.guards.per_ip.check(&ip) {
+        Ok(info) => {
+            let mut resp = next.run(req).await;
+            if let Some(info) = info {
+                // The account limit, when one applied, is the tighter and already set.
+                for (k, v) in rate_limit_headers(info) {
+                    resp.headers_mut().entry(k).or_insert(v);
+                }
+            }
+            resp
+        }
+        Err(info) => ApiError::rate_limited(info, "too many requests from this address").into_response(),
+    }
+}
+
+fn preflight(state: &AppState, req: &Request) -> Response {
+    let origin = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    let approved = crate::http::is_domain_key_path(req.uri().path())
+        && origin.and_then(origin_host).is_some_and(|h| state.directory.domain_account(&h).is_some());
+    let Some(origin) = origin.filter(|_| approved) else {
+        return ApiError::domain_not_allowed().into_response();
+    };
+    let mut resp = StatusCode::NO_CONTENT.into_response();
+    let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(origin) {
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, v);
+    }
+    h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST"));
+    h.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static(ALLOWED_HEADERS));
+    h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+    h.insert(header::VARY, HeaderValue::from_static("origin"));
+    resp
+}

@@ -1,0 +1,27 @@
+//! Middleware in request order: request id and access log → edge (per-IP limit, CORS
+//! preflight) → route match → auth (credentials) → handler.
+pub mod auth;
+pub mod edge;
+pub mod request_id;
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::ConnectInfo;
+use axum::http::Request;
+
+/// The client IP: the socket peer, or the first `X-Forwarded-For` hop when configured to
+/// trust a proxy.
+pub fn client_ip<B>(req: &Request<B>, trust_forwarded_for: bool) -> IpAddr {
+    if trust_forwarded_for {
+        if let Some(ip) = req
+            .headers()
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.trim().parse().ok())
+        {
+            return ip;
+        }
+    }
+    req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip()).unwrap_or(IpAddr::from([127, 0, 0, 1]))
+}

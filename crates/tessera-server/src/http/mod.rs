@@ -1,0 +1,114 @@
+//! THE route table: every path once, grouped by auth scheme, each documented in OpenAPI by
+//! construction (utoipa-axum's `routes!` registers the handler and its `#[utoipa::path]`).
+pub mod envelope;
+pub mod error;
+pub mod extract;
+pub mod health;
+pub mod middleware;
+pub mod v1;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::Router;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::app::AppState;
+use error::ApiError;
+
+pub const V1: &str = "/api/white-label/v1";
+
+/// Paths served to browsers with a domain key (CORS preflight is answered only for these).
+pub const DOMAIN_KEY_PATHS: &[&str] = &["/api/white-label/v1/config"];
+
+pub fn is_domain_key_path(path: &str) -> bool {
+    DOMAIN_KEY_PATHS.contains(&path)
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Tessera White-Label Organization and Reseller API", version = "1"),
+    modifiers(&SecuritySchemes),
+    components(schemas(error::ErrorEnvelope, error::Detail, envelope::Pagination)),
+)]
+struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let c = openapi.components.get_or_insert_with(Default::default);
+        c.add_security_scheme(
+            "signed",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                tessera_sign::HEADER_KEY_ID,
+                "Signed request (Scheme 2): x-white-label-key-id, x-white-label-timestamp (Unix ms), \
+                 x-white-label-nonce and x-white-label-signature = hex HMAC-SHA256 of \
+                 `<timestamp>.<METHOD>.<path>.<body>` with the private key secret. See docs/signing.md.",
+            ))),
+        );
+        c.add_security_scheme(
+            "domainKey",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "x-white-label-key",
+                "Domain key (Scheme 1): x-white-label-key = `<keyId>:<secret>` of a public or campaign key, \
+                 with x-white-label-domain = an approved domain of the account.",
+            ))),
+        );
+    }
+}
+
+/// Version 1 routes (auth middleware applies to all of them).
+fn v1_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        // Signed
+        .routes(routes!(v1::context::show))
+        // Domain-key
+        .routes(routes!(v1::config::show))
+}
+
+fn open_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(health::healthz)).routes(routes!(health::readyz))
+}
+
+/// The OpenAPI 3.1 document of every route.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let (_, doc) =
+        OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(v1_routes()).merge(open_routes()).split_for_parts();
+    doc
+}
+
+async fn openapi_json(State(state): State<AppState>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], state.openapi_json.clone())
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("route")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::method_not_allowed()
+}
+
+/// The whole application router, layers included.
+pub fn router(state: AppState) -> Router {
+    let (v1, _) = v1_routes().split_for_parts();
+    let v1 = v1.route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::auth::layer));
+    let (open, _) = open_routes().split_for_parts();
+    Router::new()
+        .merge(v1)
+        .merge(open)
+        .route("/api/white-label/v1/openapi.json", axum::routing::get(openapi_json))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::extract::DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::edge::layer))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
+            ApiError::internal("handler panicked").into_response()
+        }))
+        .layer(axum::middleware::from_fn(middleware::request_id::layer))
+        .with_state(state)
+}

@@ -1,0 +1,62 @@
+//! `GET /api/white-label/v1/config` (Domain-key, settings:read): what a website needs to
+//! boot: the approved domain, the key's campaign scope and the enabled modules.
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::app::AppState;
+use crate::http::envelope::{ApiResponse, Envelope};
+use crate::http::error::{ApiResult, ErrorEnvelope};
+use crate::http::extract::{scope, DomainKey};
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigOut {
+    /// The approved domain the request came from.
+    pub domain: String,
+    pub account_slug: String,
+    pub platform_name: String,
+    /// `account` for a public key, `campaign` for a campaign key.
+    pub scope: String,
+    /// The campaign a campaign key is limited to.
+    pub campaign_id: Option<String>,
+    /// Modules from `operations` settings: voting, donations, ticketing, submissions,
+    /// myTickets (each true unless turned off).
+    #[schema(value_type = Object)]
+    pub modules: serde_json::Map<String, serde_json::Value>,
+}
+
+pub const MODULES: [&str; 5] = ["voting", "donations", "ticketing", "submissions", "myTickets"];
+
+/// GET /api/white-label/v1/config — Domain-key — settings:read
+#[utoipa::path(
+    get, path = "/api/white-label/v1/config", tag = "public",
+    security(("domainKey" = [])),
+    responses(
+        (status = 200, description = "Approved domain, campaign scope, enabled modules", body = Envelope<ConfigOut>),
+        (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
+    )
+)]
+pub async fn show(State(state): State<AppState>, caller: DomainKey<scope::SettingsRead>) -> ApiResult<ConfigOut> {
+    let account = state.store.account(&caller.account_id).await?;
+    let settings = state.store.settings(&caller.account_id).await?;
+    let configured = settings
+        .iter()
+        .find(|(c, _)| c == "operations")
+        .and_then(|(_, v)| v.get("modules"))
+        .and_then(|m| m.as_object())
+        .cloned()
+        .unwrap_or_default();
+    let modules = MODULES
+        .iter()
+        .map(|m| (m.to_string(), serde_json::Value::Bool(configured.get(*m).and_then(|v| v.as_bool()).unwrap_or(true))))
+        .collect();
+    Ok(ApiResponse::ok(ConfigOut {
+        domain: caller.domain.clone().unwrap_or_default(),
+        account_slug: account.slug,
+        platform_name: account.platform_name,
+        scope: if caller.campaign_id.is_some() { "campaign" } else { "account" }.to_string(),
+        campaign_id: caller.campaign_id.clone(),
+        modules,
+    }))
+}

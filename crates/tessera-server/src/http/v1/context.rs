@@ -1,0 +1,87 @@
+//! `GET /api/white-label/v1/context` (spec "Account context").
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::app::AppState;
+use crate::domain::settings::provider_summary;
+use crate::http::envelope::ApiResponse;
+use crate::http::error::ApiResult;
+use crate::http::extract::{scope, Signed};
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextAccountOut {
+    pub id: String,
+    pub account_slug: String,
+    pub platform_name: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrandingOut {
+    pub platform_name: String,
+    /// The primary domain's hostname, if one is set.
+    pub primary_domain: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainOut {
+    pub hostname: String,
+    pub is_primary: bool,
+    /// `pending`, `active` or `failed`.
+    pub ssl_status: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextOut {
+    pub account: ContextAccountOut,
+    pub branding: BrandingOut,
+    pub domains: Vec<DomainOut>,
+    /// Settings keyed by category; secrets are masked.
+    #[schema(value_type = Object)]
+    pub settings: serde_json::Map<String, serde_json::Value>,
+    /// One item per configured payment provider: name, role (default, fallback, configured),
+    /// configured (bool); never a secret.
+    #[schema(value_type = Vec<Object>)]
+    pub provider_summary: Vec<serde_json::Value>,
+}
+
+/// GET /api/white-label/v1/context — Signed — settings:read
+#[utoipa::path(
+    get, path = "/api/white-label/v1/context", tag = "account",
+    security(("signed" = [])),
+    responses(
+        (status = 200, description = "The account, its branding, domains, settings and providers", body = Envelope<ContextOut>),
+        (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope), (status = 429, body = ErrorEnvelope),
+    )
+)]
+pub async fn show(State(state): State<AppState>, caller: Signed<scope::SettingsRead>) -> ApiResult<ContextOut> {
+    let account = state.store.account(&caller.account_id).await?;
+    let domains = state.store.list_domains(&caller.account_id).await?;
+    let settings = crate::http::v1::settings_view(&state, &caller.account_id).await?;
+    let branding_name = settings
+        .get("branding")
+        .and_then(|b| b.get("platformName"))
+        .and_then(|v| v.as_str())
+        .unwrap_or(&account.platform_name)
+        .to_string();
+    Ok(ApiResponse::ok(ContextOut {
+        provider_summary: provider_summary(settings.get("payments")),
+        branding: BrandingOut {
+            platform_name: branding_name,
+            primary_domain: domains.iter().find(|d| d.is_primary).map(|d| d.hostname.clone()),
+        },
+        account: ContextAccountOut { id: account.id, account_slug: account.slug, platform_name: account.platform_name },
+        domains: domains
+            .into_iter()
+            .map(|d| DomainOut { hostname: d.hostname, is_primary: d.is_primary, ssl_status: d.ssl_status })
+            .collect(),
+        settings,
+    }))
+}
+
+use crate::http::envelope::Envelope;
+use crate::http::error::ErrorEnvelope;

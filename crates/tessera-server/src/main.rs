@@ -1,0 +1,304 @@
+//! The one binary: `tessera serve | admin | call | openapi`.
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use serde_json::Value;
+use tessera_server::app::{open_store, shutdown_signal, Application};
+use tessera_server::cli::{admin, call, demo};
+use tessera_server::config::{Config, Overrides};
+
+#[derive(Parser)]
+#[command(name = "tessera", version, about = "Tessera white-label organization and reseller API")]
+struct Cli {
+    /// TOML configuration file (overrides the embedded defaults).
+    #[arg(long, global = true, env = "TESSERA_CONFIG")]
+    config: Option<PathBuf>,
+    /// Directory of the embedded database and the master key [default: ./data].
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    /// postgres://… to use PostgreSQL instead of the embedded SQLite.
+    #[arg(long, global = true)]
+    database_url: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP service.
+    Serve {
+        /// Address to listen on [default: 127.0.0.1:8080; env TESSERA_LISTEN].
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+        /// Also create (once) a demo account on domain localhost and print its keys.
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Operator commands on the store (no server needed).
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+    /// Send one signed request (TESSERA_URL, TESSERA_KEY_ID, TESSERA_KEY_SECRET).
+    Call {
+        method: String,
+        path: String,
+        /// JSON body, sent and signed byte for byte.
+        #[arg(long)]
+        data: Option<String>,
+    },
+    /// Print the OpenAPI 3.1 document.
+    Openapi,
+}
+
+#[derive(Args)]
+struct JsonFlag {
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Organization accounts.
+    Account {
+        #[command(subcommand)]
+        command: AccountCommand,
+    },
+    /// Approved website domains.
+    Domain {
+        #[command(subcommand)]
+        command: DomainCommand,
+    },
+    /// API keys.
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AccountCommand {
+    Create {
+        #[arg(long)]
+        slug: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long, default_value = "enabled")]
+        status: String,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    SetStatus {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        status: String,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    List {
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+}
+
+#[derive(Subcommand)]
+enum DomainCommand {
+    Add {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        hostname: String,
+        #[arg(long)]
+        primary: bool,
+        #[arg(long)]
+        verified: bool,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeyCommand {
+    Create {
+        #[arg(long)]
+        account: String,
+        /// private, public or campaign.
+        #[arg(long)]
+        kind: String,
+        /// The campaign a campaign key is limited to.
+        #[arg(long)]
+        campaign: Option<String>,
+        /// Comma-separated scopes, e.g. settings:read,campaigns:write.
+        #[arg(long)]
+        scopes: String,
+        /// Extra capability (withdrawals); repeatable.
+        #[arg(long)]
+        capability: Vec<String>,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    List {
+        #[arg(long)]
+        account: String,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    Revoke {
+        #[arg(long)]
+        key_id: String,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+}
+
+fn print_human(v: &Value, indent: usize) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                match v {
+                    Value::Object(_) | Value::Array(_) => {
+                        println!("{:indent$}{k}:", "");
+                        print_human(v, indent + 2);
+                    }
+                    other => println!(
+                        "{:indent$}{k}: {}",
+                        "",
+                        other.as_str().map(str::to_string).unwrap_or_else(|| other.to_string())
+                    ),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                println!("{:indent$}-", "");
+                print_human(item, indent + 2);
+            }
+        }
+        other => println!("{:indent$}{other}", ""),
+    }
+}
+
+async fn run_admin(cfg: &Config, command: AdminCommand) -> ExitCode {
+    let (store, keyring) = match open_store(cfg).await {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let (result, json) = match command {
+        AdminCommand::Account { command } => match command {
+            AccountCommand::Create { slug, name, status, out } => {
+                (admin::account_create(&store, &slug, &name, &status).await, out.json)
+            }
+            AccountCommand::SetStatus { account, status, out } => {
+                (admin::account_set_status(&store, &account, &status).await, out.json)
+            }
+            AccountCommand::List { out } => (admin::account_list(&store).await, out.json),
+        },
+        AdminCommand::Domain { command: DomainCommand::Add { account, hostname, primary, verified, out } } => {
+            (admin::domain_add(&store, &account, &hostname, primary, verified).await, out.json)
+        }
+        AdminCommand::Key { command } => match command {
+            KeyCommand::Create { account, kind, campaign, scopes, capability, out } => (
+                admin::key_create(&store, &keyring, &account, &kind, campaign.as_deref(), &scopes, &capability).await,
+                out.json,
+            ),
+            KeyCommand::List { account, out } => (admin::key_list(&store, &account).await, out.json),
+            KeyCommand::Revoke { key_id, out } => (admin::key_revoke(&store, &key_id).await, out.json),
+        },
+    };
+    match result {
+        Ok(v) if json => {
+            println!("{v}");
+            ExitCode::SUCCESS
+        }
+        Ok(v) => {
+            print_human(&v, 0);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            if json {
+                eprintln!("{}", serde_json::json!({"error": e.message, "code": e.code}));
+            } else {
+                eprintln!("error: {} ({})", e.message, e.code);
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn exe_for_display() -> String {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("tessera"));
+    match std::env::current_dir().ok().and_then(|cwd| exe.strip_prefix(&cwd).ok().map(|p| p.to_path_buf())) {
+        Some(rel) => format!("./{}", rel.display()),
+        None => exe.display().to_string(),
+    }
+}
+
+async fn serve(cfg: Config, with_demo: bool) -> anyhow::Result<()> {
+    tessera_server::telemetry::init(cfg.log_format, &cfg.log_filter);
+    let app = Application::build(cfg.clone()).await?;
+    let addr = app.local_addr();
+    tracing::info!(%addr, database = if cfg.database_url.is_empty() { "sqlite" } else { "postgres" }, "tessera listening");
+    if with_demo {
+        let (store, keyring) = open_store(&cfg).await?;
+        let keys = demo::ensure(&store, &keyring, cfg.data_dir()).await?;
+        let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
+        println!("{}", demo::banner(&keys, &format!("http://{host}:{}", addr.port()), &exe_for_display()));
+        app.state().directory.refresh().await?;
+    }
+    app.run_until_stopped(shutdown_signal()).await
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let over = Overrides {
+        config_file: cli.config.clone(),
+        data_dir: cli.data_dir.clone(),
+        database_url: cli.database_url.clone(),
+        listen: None,
+    };
+    let listen = match &cli.command {
+        Command::Serve { listen, .. } => *listen,
+        _ => None,
+    };
+    let cfg = match Config::load(&Overrides { listen, ..over }) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: configuration: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    match cli.command {
+        Command::Serve { demo, .. } => match serve(cfg, demo).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Admin { command } => run_admin(&cfg, command).await,
+        Command::Call { method, path, data } => match call::run(&method, &path, data.as_deref()).await {
+            Ok(code) => ExitCode::from(code as u8),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Openapi => match tessera_server::http::openapi().to_pretty_json() {
+            Ok(s) => {
+                println!("{s}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}

@@ -1,0 +1,189 @@
+//! Persistence. One store layer whose SQL runs unchanged on SQLite and PostgreSQL through
+//! sqlx's `Any` driver. Every method on tenant data takes the `AccountId` first; every change is
+//! one transaction.
+//!
+//! SQLite is set up for a server: WAL, `synchronous=NORMAL`, foreign keys, a busy timeout on
+//! every connection, all writes through one writer connection and reads through a read-only
+//! pool. On PostgreSQL both handles are the same pool.
+pub mod accounts;
+pub mod campaigns;
+pub mod domains;
+pub mod keys;
+pub mod settings;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, Executor};
+
+/// What the store can fail with. Handlers see `NotFound` and `Conflict`; the rest is internal.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Maps a unique-constraint violation to `Conflict` with the given message.
+pub(crate) fn unique_to_conflict(e: sqlx::Error, message: &str) -> StoreError {
+    match &e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict(message.to_string()),
+        _ => StoreError::Db(e),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The store handle; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Store {
+    writer: AnyPool,
+    reader: AnyPool,
+    backend: Backend,
+}
+
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "foundation", include_str!("../../migrations/0001_foundation.sql")),
+    (2, "catalogue", include_str!("../../migrations/0002_catalogue.sql")),
+];
+
+impl Store {
+    /// Opens (creating the SQLite file if needed) and migrates.
+    pub async fn open(url: &str, max_connections: u32) -> anyhow::Result<Store> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Backend::Postgres
+        } else {
+            anyhow::bail!("unsupported database URL scheme (use sqlite: or postgres:)");
+        };
+        let store = match backend {
+            Backend::Sqlite => {
+                if let Some(path) = sqlite_file(url) {
+                    if let Some(dir) = std::path::Path::new(&path).parent() {
+                        std::fs::create_dir_all(dir).ok();
+                    }
+                }
+                let writer = AnyPoolOptions::new()
+                    .max_connections(1)
+                    .min_connections(1)
+                    .acquire_timeout(Duration::from_secs(30))
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            conn.execute("PRAGMA busy_timeout = 10000").await?;
+                            conn.execute("PRAGMA journal_mode = WAL").await?;
+                            conn.execute("PRAGMA synchronous = NORMAL").await?;
+                            conn.execute("PRAGMA foreign_keys = ON").await?;
+                            Ok(())
+                        })
+                    })
+                    .connect_with(AnyConnectOptions::from_str(url)?)
+                    .await?;
+                let ro_url = read_only_url(url);
+                let reader = AnyPoolOptions::new()
+                    .max_connections(max_connections.max(1))
+                    .acquire_timeout(Duration::from_secs(30))
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            conn.execute("PRAGMA busy_timeout = 10000").await?;
+                            conn.execute("PRAGMA foreign_keys = ON").await?;
+                            Ok(())
+                        })
+                    })
+                    .connect_lazy_with(AnyConnectOptions::from_str(&ro_url)?);
+                Store { writer, reader, backend }
+            }
+            Backend::Postgres => {
+                let pool = AnyPoolOptions::new()
+                    .max_connections(max_connections.max(2))
+                    .acquire_timeout(Duration::from_secs(30))
+                    .connect_with(AnyConnectOptions::from_str(url)?)
+                    .await?;
+                Store { writer: pool.clone(), reader: pool, backend }
+            }
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    pub(crate) fn writer(&self) -> &AnyPool {
+        &self.writer
+    }
+
+    pub(crate) fn reader(&self) -> &AnyPool {
+        &self.reader
+    }
+
+    /// Applies the embedded migrations not yet applied, each in its own transaction.
+    /// On PostgreSQL an advisory lock keeps two starting processes from racing.
+    async fn migrate(&self) -> anyhow::Result<()> {
+        let mut conn = self.writer.acquire().await?;
+        if self.backend == Backend::Postgres {
+            conn.execute("SELECT pg_advisory_lock(7419327)").await?;
+        }
+        let result = async {
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS tessera_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
+            )
+            .await?;
+            for (version, name, sql) in MIGRATIONS {
+                let done: Option<(i64,)> = sqlx::query_as("SELECT version FROM tessera_migrations WHERE version = $1")
+                    .bind(version)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                if done.is_some() {
+                    continue;
+                }
+                let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+                sqlx::raw_sql(sql).execute(&mut *tx).await?;
+                sqlx::query("INSERT INTO tessera_migrations (version, name, applied_at) VALUES ($1, $2, $3)")
+                    .bind(version)
+                    .bind(*name)
+                    .bind(crate::domain::time::now_ms())
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                tracing::info!(version, name, "applied migration");
+            }
+            anyhow::Ok(())
+        }
+        .await;
+        if self.backend == Backend::Postgres {
+            conn.execute("SELECT pg_advisory_unlock(7419327)").await?;
+        }
+        result
+    }
+
+    /// `GET /readyz`: the store answers a trivial query.
+    pub async fn ping(&self) -> bool {
+        sqlx::query("SELECT 1").execute(&self.reader).await.is_ok()
+    }
+}
+
+fn sqlite_file(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next()?;
+    (!path.is_empty() && path != ":memory:").then(|| path.to_string())
+}
+
+fn read_only_url(url: &str) -> String {
+    let base = url.split('?').next().unwrap_or(url);
+    format!("{base}?mode=ro")
+}

@@ -1,0 +1,212 @@
+//! The Tessera signing rule (spec "Scheme 2: signed requests", decisions D2.4–D2.6), held once
+//! and used by both the server and the client SDK.
+//!
+//! The signed string is `<timestamp>.<METHOD>.<path>.<body>`:
+//! - `timestamp` is the `x-white-label-timestamp` header exactly as sent (Unix milliseconds);
+//! - `METHOD` is upper-case;
+//! - `path` is the request target as sent, percent-encoding kept, with `?query` when present;
+//! - `body` is the raw request bytes, never re-serialized; an empty body is the two bytes `{}`.
+//!
+//! The signature is the lower-case hex HMAC-SHA256 of that string under the key secret. The nonce
+//! is not part of the string; the server keeps both the nonce and the signature single-use.
+//!
+//! Published vectors: `test-vectors.json` beside this crate's manifest.
+#![forbid(unsafe_code)]
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+
+/// Header carrying the key identifier of a private key.
+pub const HEADER_KEY_ID: &str = "x-white-label-key-id";
+/// Header carrying the hex signature.
+pub const HEADER_SIGNATURE: &str = "x-white-label-signature";
+/// Header carrying the Unix-millisecond timestamp.
+pub const HEADER_TIMESTAMP: &str = "x-white-label-timestamp";
+/// Header carrying the single-use nonce.
+pub const HEADER_NONCE: &str = "x-white-label-nonce";
+/// Default accepted clock difference, D2.5.
+pub const DEFAULT_TOLERANCE_MS: i64 = 300_000;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Why a signature was not accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyError {
+    /// The timestamp header is not a base-10 integer of Unix milliseconds.
+    MalformedTimestamp,
+    /// The timestamp is further than the tolerance from `now`.
+    StaleTimestamp,
+    /// The signature is not 64 lower-case hex digits or does not match.
+    BadSignature,
+}
+
+impl std::fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            VerifyError::MalformedTimestamp => "timestamp is not Unix milliseconds",
+            VerifyError::StaleTimestamp => "timestamp is outside the accepted clock window",
+            VerifyError::BadSignature => "signature does not match",
+        })
+    }
+}
+
+impl std::error::Error for VerifyError {}
+
+/// The body part of the signed string: the raw bytes, or `{}` when there are none.
+pub fn body_part(body: &[u8]) -> &[u8] {
+    if body.is_empty() {
+        b"{}"
+    } else {
+        body
+    }
+}
+
+/// Builds the exact byte string that is signed.
+pub fn canonical_string(timestamp: &str, method: &str, path: &str, body: &[u8]) -> Vec<u8> {
+    let body = body_part(body);
+    let mut out = Vec::with_capacity(timestamp.len() + method.len() + path.len() + body.len() + 3);
+    out.extend_from_slice(timestamp.as_bytes());
+    out.push(b'.');
+    out.extend(method.bytes().map(|b| b.to_ascii_uppercase()));
+    out.push(b'.');
+    out.extend_from_slice(path.as_bytes());
+    out.push(b'.');
+    out.extend_from_slice(body);
+    out
+}
+
+fn mac(secret: &[u8], timestamp: &str, method: &str, path: &str, body: &[u8]) -> HmacSha256 {
+    // HMAC accepts keys of any length, so this cannot fail.
+    let mut mac = <HmacSha256 as Mac>::new_from_slice(secret).unwrap_or_else(|_| unreachable!());
+    mac.update(&canonical_string(timestamp, method, path, body));
+    mac
+}
+
+/// Signs a request: lower-case hex HMAC-SHA256 of the canonical string.
+pub fn sign(secret: &[u8], timestamp: &str, method: &str, path: &str, body: &[u8]) -> String {
+    hex::encode(mac(secret, timestamp, method, path, body).finalize().into_bytes())
+}
+
+/// Parses the timestamp header and checks it against `now_ms` (both Unix milliseconds).
+pub fn check_timestamp(timestamp: &str, now_ms: i64, tolerance_ms: i64) -> Result<i64, VerifyError> {
+    if timestamp.is_empty() || timestamp.len() > 16 || !timestamp.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(VerifyError::MalformedTimestamp);
+    }
+    let ts: i64 = timestamp.parse().map_err(|_| VerifyError::MalformedTimestamp)?;
+    if (now_ms - ts).abs() > tolerance_ms {
+        return Err(VerifyError::StaleTimestamp);
+    }
+    Ok(ts)
+}
+
+/// Checks a signature in constant time. Does not look at the clock.
+pub fn verify_signature(
+    secret: &[u8],
+    timestamp: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    signature_hex: &str,
+) -> Result<(), VerifyError> {
+    let mut given = [0u8; 32];
+    if signature_hex.len() != 64
+        || signature_hex.bytes().any(|b| b.is_ascii_uppercase())
+        || hex::decode_to_slice(signature_hex, &mut given).is_err()
+    {
+        return Err(VerifyError::BadSignature);
+    }
+    let expected = mac(secret, timestamp, method, path, body).finalize().into_bytes();
+    if bool::from(expected.as_slice().ct_eq(&given)) {
+        Ok(())
+    } else {
+        Err(VerifyError::BadSignature)
+    }
+}
+
+/// The whole check the server runs, in the order of D2.8: timestamp, then signature.
+/// `now_ms` is passed in so that callers (and tests) control the clock.
+#[allow(clippy::too_many_arguments)]
+pub fn verify(
+    secret: &[u8],
+    timestamp: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    signature_hex: &str,
+    now_ms: i64,
+    tolerance_ms: i64,
+) -> Result<i64, VerifyError> {
+    let ts = check_timestamp(timestamp, now_ms, tolerance_ms)?;
+    verify_signature(secret, timestamp, method, path, body, signature_hex)?;
+    Ok(ts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_published_vectors_hold() {
+        let vectors: serde_json::Value =
+            serde_json::from_str(include_str!("../test-vectors.json")).expect("vectors parse");
+        let list = vectors["vectors"].as_array().expect("vectors array");
+        assert!(list.len() >= 5);
+        for v in list {
+            let s = |k: &str| v[k].as_str().expect(k).to_string();
+            let canonical = canonical_string(&s("timestamp"), &s("method"), &s("path"), s("body").as_bytes());
+            assert_eq!(String::from_utf8(canonical).expect("utf8"), s("canonical"), "{}", s("name"));
+            let sig = sign(s("secret").as_bytes(), &s("timestamp"), &s("method"), &s("path"), s("body").as_bytes());
+            assert_eq!(sig, s("signature"), "{}", s("name"));
+            let ts: i64 = s("timestamp").parse().expect("ts");
+            verify(
+                s("secret").as_bytes(),
+                &s("timestamp"),
+                &s("method"),
+                &s("path"),
+                s("body").as_bytes(),
+                &sig,
+                ts,
+                DEFAULT_TOLERANCE_MS,
+            )
+            .expect("verifies");
+        }
+    }
+
+    #[test]
+    fn the_clock_window_is_inclusive_of_300_seconds_and_no_more() {
+        let now = 1_700_000_000_000;
+        assert!(check_timestamp(&(now - 300_000).to_string(), now, DEFAULT_TOLERANCE_MS).is_ok());
+        assert!(check_timestamp(&(now + 300_000).to_string(), now, DEFAULT_TOLERANCE_MS).is_ok());
+        assert_eq!(
+            check_timestamp(&(now - 300_001).to_string(), now, DEFAULT_TOLERANCE_MS),
+            Err(VerifyError::StaleTimestamp)
+        );
+        assert_eq!(
+            check_timestamp(&(now + 301_000).to_string(), now, DEFAULT_TOLERANCE_MS),
+            Err(VerifyError::StaleTimestamp)
+        );
+        for bad in ["", "-5", "12a", "1.5", "99999999999999999"] {
+            assert_eq!(check_timestamp(bad, now, DEFAULT_TOLERANCE_MS), Err(VerifyError::MalformedTimestamp), "{bad}");
+        }
+    }
+
+    #[test]
+    fn any_changed_part_breaks_the_signature() {
+        let sig = sign(b"secret", "1", "POST", "/a?b=c", b"{\"x\":1}");
+        assert!(verify_signature(b"secret", "1", "POST", "/a?b=c", b"{\"x\":1}", &sig).is_ok());
+        assert!(verify_signature(b"secret", "2", "POST", "/a?b=c", b"{\"x\":1}", &sig).is_err());
+        assert!(verify_signature(b"secret", "1", "PUT", "/a?b=c", b"{\"x\":1}", &sig).is_err());
+        assert!(verify_signature(b"secret", "1", "POST", "/a?b=d", b"{\"x\":1}", &sig).is_err());
+        assert!(verify_signature(b"secret", "1", "POST", "/a?b=c", b"{\"x\": 1}", &sig).is_err());
+        assert!(verify_signature(b"other", "1", "POST", "/a?b=c", b"{\"x\":1}", &sig).is_err());
+        assert!(verify_signature(b"secret", "1", "POST", "/a?b=c", b"{\"x\":1}", &sig.to_uppercase()).is_err());
+        assert!(verify_signature(b"secret", "1", "POST", "/a?b=c", b"{\"x\":1}", &sig[..63]).is_err());
+    }
+
+    #[test]
+    fn an_empty_body_signs_as_two_braces() {
+        assert_eq!(sign(b"k", "1", "GET", "/p", b""), sign(b"k", "1", "GET", "/p", b"{}"));
+        assert_eq!(canonical_string("1", "get", "/p", b""), b"1.GET./p.{}".to_vec());
+    }
+}
