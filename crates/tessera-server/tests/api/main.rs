@@ -1,1 +1,7 @@
+//! The one integration-test binary. Every test drives a real server over HTTP, on SQLite
+//! always and on PostgreSQL when `TESSERA_TEST_DATABASE_URL` is set (see `helpers::on_both!`).
+#[macro_use]
+mod helpers;
 
+mod cli;
+mod foundation;

@@ -1,0 +1,280 @@
+//! Test harness: a real server on port 0 with a fresh database and a fresh account.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tessera_client::{Client, Method, RawResponse};
+use tessera_server::app::{AppState, Application};
+use tessera_server::auth::crypto::Keyring;
+use tessera_server::cli::admin;
+use tessera_server::config::{Config, Overrides};
+use tessera_server::store::Store;
+
+/// Declares each listed `async fn name(b: Backend)` as two tests: `sqlite::name` and
+/// `postgres::name` (the latter runs only when `TESSERA_TEST_DATABASE_URL` is set).
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::helpers::Backend::Sqlite).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    match $crate::helpers::Backend::postgres() {
+                        Some(b) => super::$name(b).await,
+                        None => eprintln!("TESSERA_TEST_DATABASE_URL not set; PostgreSQL run skipped"),
+                    }
+                }
+            )*
+        }
+    };
+}
+
+pub const ALL_PRIVATE_SCOPES: &str = "settings:read,settings:write,campaigns:read,campaigns:write,tickets:read,tickets:write,payments:write,withdrawals:write,my-tickets:read,submissions:write,notifications:write";
+pub const PUBLIC_SCOPES: &str = "settings:read,campaigns:read,tickets:read";
+
+#[derive(Clone, Debug)]
+pub enum Backend {
+    Sqlite,
+    Postgres(String),
+}
+
+impl Backend {
+    pub fn postgres() -> Option<Backend> {
+        std::env::var("TESSERA_TEST_DATABASE_URL").ok().filter(|v| !v.is_empty()).map(Backend::Postgres)
+    }
+}
+
+/// A key as `admin key create --json` returned it.
+#[derive(Clone, Debug)]
+pub struct TestKey {
+    pub key_id: String,
+    pub secret: String,
+}
+
+impl TestKey {
+    pub fn header(&self) -> String {
+        format!("{}:{}", self.key_id, self.secret)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct TestAccount {
+    pub id: String,
+    pub slug: String,
+    pub domain: String,
+    /// Private key with every scope.
+    pub private: TestKey,
+    /// Public key with the safe read scopes.
+    pub public: TestKey,
+}
+
+pub struct TestApp {
+    pub base_url: String,
+    pub state: AppState,
+    pub store: Store,
+    pub keyring: Arc<Keyring>,
+    pub config: Config,
+    pub database_url: String,
+    pub http: reqwest::Client,
+    pub account: TestAccount,
+    _data_dir: tempfile::TempDir,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn unique(prefix: &str) -> String {
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let r: u32 = rand_u32();
+    format!("{prefix}-{n}-{r:08x}")
+}
+
+fn rand_u32() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0));
+    h.finish() as u32
+}
+
+/// A fresh PostgreSQL schema in the test database, as a URL whose connections use it.
+async fn postgres_schema(base: &str) -> String {
+    use sqlx::Executor;
+    sqlx::any::install_default_drivers();
+    let schema = unique("t").replace('-', "_");
+    let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(base).await.expect("connect to TESSERA_TEST_DATABASE_URL");
+    conn.execute(format!("CREATE SCHEMA {schema}").as_str()).await.expect("create schema");
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}options=-c%20search_path%3D{schema}")
+}
+
+pub async fn spawn(backend: Backend) -> TestApp {
+    spawn_with(backend, |_| {}).await
+}
+
+/// Starts a server with the test configuration, adjusted by `tweak`.
+pub async fn spawn_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -> TestApp {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = Config::load(&Overrides::default()).expect("config");
+    config.data_dir = dir.path().to_path_buf();
+    config.listen = "127.0.0.1:0".parse().expect("addr");
+    config.master_key = None;
+    config.database_url = match &backend {
+        Backend::Sqlite => String::new(),
+        Backend::Postgres(base) => postgres_schema(base).await,
+    };
+    config.db_max_connections = 4;
+    tweak(&mut config);
+    let database_url = config.effective_database_url();
+    let app = Application::build(config.clone()).await.expect("build app");
+    let base_url = format!("http://{}", app.local_addr());
+    let state = app.state();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(app.run_until_stopped(async move {
+        let _ = rx.await;
+    }));
+    let (store, keyring) = tessera_server::app::open_store(&config).await.expect("store");
+    let mut t = TestApp {
+        base_url,
+        state,
+        store,
+        keyring,
+        config,
+        database_url,
+        http: reqwest::Client::new(),
+        account: TestAccount {
+            id: String::new(),
+            slug: String::new(),
+            domain: String::new(),
+            private: TestKey { key_id: String::new(), secret: String::new() },
+            public: TestKey { key_id: String::new(), secret: String::new() },
+        },
+        _data_dir: dir,
+        shutdown: Some(tx),
+    };
+    t.account = t.new_account("acct").await;
+    t
+}
+
+fn key_of(v: &Value) -> TestKey {
+    TestKey {
+        key_id: v["keyId"].as_str().expect("keyId").to_string(),
+        secret: v["secret"].as_str().expect("secret").to_string(),
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base_url, path)
+    }
+
+    /// A fresh enabled account with a verified primary domain, a private key with every scope and
+    /// a public key.
+    pub async fn new_account(&self, prefix: &str) -> TestAccount {
+        let slug = unique(prefix);
+        let created = admin::account_create(&self.store, &slug, &format!("{slug} Events"), "enabled").await.expect("account");
+        let domain = format!("{slug}.example.com");
+        admin::domain_add(&self.store, &slug, &domain, true, true).await.expect("domain");
+        let private = self.create_key(&slug, "private", None, ALL_PRIVATE_SCOPES, &[]).await;
+        let public = self.create_key(&slug, "public", None, PUBLIC_SCOPES, &[]).await;
+        self.refresh().await;
+        TestAccount { id: created["id"].as_str().expect("id").to_string(), slug, domain, private, public }
+    }
+
+    pub async fn create_key(&self, slug: &str, kind: &str, campaign: Option<&str>, scopes: &str, caps: &[&str]) -> TestKey {
+        let caps: Vec<String> = caps.iter().map(|c| c.to_string()).collect();
+        let v = admin::key_create(&self.store, &self.keyring, slug, kind, campaign, scopes, &caps).await.expect("key");
+        self.refresh().await;
+        key_of(&v)
+    }
+
+    /// What the server's refresh tick does, now (tests never sleep).
+    pub async fn refresh(&self) {
+        self.state.directory.refresh().await.expect("refresh");
+    }
+
+    /// A signed client for the default account's private key.
+    pub fn client(&self) -> Client {
+        self.client_for(&self.account.private)
+    }
+
+    pub fn client_for(&self, key: &TestKey) -> Client {
+        Client::new(&self.base_url, &key.key_id, &key.secret).expect("client")
+    }
+
+    /// A signed request with the default key; returns status and body JSON.
+    pub async fn signed(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.signed_as(&self.account.private, method, path, body).await
+    }
+
+    pub async fn signed_as(&self, key: &TestKey, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let bytes = body.map(|b| serde_json::to_vec(&b).expect("json")).unwrap_or_default();
+        let r = self.client_for(key).send_raw(method, path, bytes, None).await.expect("send");
+        (r.status, r.json())
+    }
+
+    /// A domain-key request (public or campaign key) from the account's domain.
+    pub async fn public_get(&self, path: &str, key: &TestKey, domain: &str) -> RawResponse {
+        let r = self
+            .http
+            .get(self.url(path))
+            .header("x-white-label-domain", domain)
+            .header("x-white-label-key", key.header())
+            .send()
+            .await
+            .expect("send");
+        raw(r).await
+    }
+
+    /// Runs the real `tessera` binary against this app's store.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+        cmd.arg("--data-dir").arg(&self.config.data_dir);
+        if !self.config.database_url.is_empty() {
+            cmd.arg("--database-url").arg(&self.config.database_url);
+        }
+        cmd.args(args).env_remove("DATABASE_URL").env_remove("TESSERA_MASTER_KEY");
+        cmd.output().expect("run tessera")
+    }
+}
+
+pub async fn raw(r: reqwest::Response) -> RawResponse {
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    let body = r.bytes().await.expect("body").to_vec();
+    RawResponse { status, headers, body }
+}
+
+/// Asserts an error envelope: status, code, and a requestId equal to the header.
+pub fn assert_error(r: &RawResponse, status: u16, code: &str) -> Value {
+    let body = r.json();
+    assert_eq!(r.status, status, "status; body: {body}");
+    assert_eq!(body["success"], false, "{body}");
+    assert_eq!(body["code"], code, "{body}");
+    let header = r.headers.get("x-request-id").and_then(|v| v.to_str().ok()).expect("x-request-id header");
+    assert_eq!(body["requestId"], header, "requestId in body equals the header");
+    body
+}
+
+/// The `field` of every details item.
+pub fn detail_fields(body: &Value) -> Vec<String> {
+    body["details"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|d| d["field"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
