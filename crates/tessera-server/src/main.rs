@@ -76,6 +76,24 @@ enum AdminCommand {
         #[command(subcommand)]
         command: KeyCommand,
     },
+    /// The audit log of an account.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    List {
+        #[arg(long)]
+        account: String,
+        /// Newest entries to show (1-1000).
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
 }
 
 #[derive(Subcommand)]
@@ -154,6 +172,14 @@ enum KeyCommand {
     },
 }
 
+/// Prints a line; a closed stdout (`| head`) ends the output quietly instead of panicking.
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 fn print_human(v: &Value, indent: usize) {
     match v {
         Value::Object(m) => {
@@ -210,6 +236,9 @@ async fn run_admin(cfg: &Config, command: AdminCommand) -> ExitCode {
             KeyCommand::List { account, out } => (admin::key_list(&store, &account).await, out.json),
             KeyCommand::Revoke { key_id, out } => (admin::key_revoke(&store, &key_id).await, out.json),
         },
+        AdminCommand::Audit { command: AuditCommand::List { account, limit, out } } => {
+            (admin::audit_list(&store, &account, limit).await, out.json)
+        }
     };
     match result {
         Ok(v) if json => {

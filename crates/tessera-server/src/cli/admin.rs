@@ -195,3 +195,23 @@ pub async fn key_revoke(store: &Store, key_id: &str) -> AdminResult {
         Err(e) => Err(e.into()),
     }
 }
+
+/// `admin audit list`: the account's audit entries, newest first.
+pub async fn audit_list(store: &Store, slug: &str, limit: i64) -> AdminResult {
+    if !(1..=1000).contains(&limit) {
+        return Err(DomainError::field("limit", "must be 1 to 1000").into());
+    }
+    let acct = account(store, slug).await?;
+    let entries: Vec<Value> = store
+        .audit_entries(&acct.id, limit)
+        .await?
+        .into_iter()
+        .map(|e| {
+            json!({
+                "id": e.id, "keyId": e.key_id, "action": e.action, "entityType": e.entity_type, "entityId": e.entity_id,
+                "summary": e.summary, "requestId": e.request_id, "createdAt": rfc3339(e.created_at),
+            })
+        })
+        .collect();
+    Ok(json!({ "account": acct.slug, "entries": entries }))
+}

@@ -19,6 +19,9 @@ pub async fn run(method: &str, path: &str, data: Option<&str>) -> anyhow::Result
     };
     let client = tessera_client::Client::new(&url, &key_id, &secret)?;
     let resp = client.send_raw(method, path, body, None).await.with_context(|| format!("calling {url}"))?;
-    println!("{}", String::from_utf8_lossy(&resp.body));
+    {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), "{}", String::from_utf8_lossy(&resp.body));
+    }
     Ok(if (200..300).contains(&resp.status) { 0 } else { 1 })
 }

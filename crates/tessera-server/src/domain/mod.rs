@@ -1,7 +1,13 @@
 //! Domain types and rules: parsing, state machines, money. No axum, no sqlx.
 pub mod accounts;
+pub mod campaigns;
+pub mod check;
+pub mod money;
+pub mod participants;
 pub mod scopes;
 pub mod settings;
+pub mod submissions;
+pub mod ticket_types;
 pub mod time;
 
 /// A rule broken by input, with the field it concerns (becomes a 400 details item).
@@ -37,4 +43,9 @@ impl DomainError {
 /// A new resource id: UUID v7 (time-ordered, D1.7).
 pub fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
+}
+
+/// Whether a string is a UUID (ids that are not cannot exist: 404 without a store read).
+pub fn is_uuid(s: &str) -> bool {
+    uuid::Uuid::try_parse(s).is_ok()
 }

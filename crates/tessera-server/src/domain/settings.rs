@@ -74,3 +74,256 @@ pub fn mask_sealed(v: &mut Value) {
         _ => {}
     }
 }
+
+/// RFC 7396 JSON merge patch: objects merge recursively, `null` deletes, anything else replaces.
+/// A secret sent back as its mask (`"••••abcd"`) means "unchanged" and is skipped.
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() || target.get(SEALED).is_some() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(t) = target else { return };
+    for (k, v) in p {
+        if is_secret_key(k) && v.as_str().is_some_and(|s| s.starts_with("••••")) {
+            continue;
+        }
+        if v.is_null() {
+            t.remove(k);
+        } else {
+            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+fn is_sealed(v: &Value) -> bool {
+    v.get(SEALED).is_some()
+}
+
+/// Replaces every plaintext secret string by `seal(path, plaintext)` (which returns the sealed
+/// object). Already sealed values are left alone.
+pub fn seal_secrets(v: &mut Value, path: &str, seal: &dyn Fn(&str, &str) -> Value) {
+    if let Value::Object(m) = v {
+        if is_sealed_map(m) {
+            return;
+        }
+        for (k, child) in m.iter_mut() {
+            let p = format!("{path}.{k}");
+            match child {
+                Value::String(s) if is_secret_key(k) => *child = seal(&p, s),
+                _ => seal_secrets(child, &p, seal),
+            }
+        }
+    }
+}
+
+fn is_sealed_map(m: &Map<String, Value>) -> bool {
+    m.contains_key(SEALED)
+}
+
+const CHANNELS: [&str; 5] = ["web", "ussd", "telegram", "whatsapp", "withdrawal"];
+pub const MODULES: [&str; 5] = ["voting", "donations", "ticketing", "submissions", "myTickets"];
+
+struct V<'a> {
+    errors: &'a mut Vec<super::FieldError>,
+}
+
+impl V<'_> {
+    fn fail(&mut self, path: &str, msg: impl Into<String>) {
+        self.errors.push(super::FieldError::new(format!("config.{path}"), msg));
+    }
+    fn bool(&mut self, o: &Map<String, Value>, k: &str, path: &str) {
+        if let Some(v) = o.get(k) {
+            if !v.is_boolean() {
+                self.fail(&format!("{path}{k}"), "must be a boolean");
+            }
+        }
+    }
+    /// A string (or a sealed secret) of 1..=max characters.
+    fn string(&mut self, o: &Map<String, Value>, k: &str, path: &str, max: usize) -> Option<String> {
+        match o.get(k) {
+            None => None,
+            Some(v) if is_sealed(v) => None,
+            Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= max => Some(s.clone()),
+            Some(_) => {
+                self.fail(&format!("{path}{k}"), format!("must be a string of 1 to {max} characters"));
+                None
+            }
+        }
+    }
+    fn one_of(&mut self, o: &Map<String, Value>, k: &str, path: &str, allowed: &[&str]) -> Option<String> {
+        let s = o.get(k)?;
+        match s.as_str() {
+            Some(s) if allowed.contains(&s) => Some(s.to_string()),
+            _ => {
+                self.fail(&format!("{path}{k}"), format!("must be one of {}", allowed.join(", ")));
+                None
+            }
+        }
+    }
+    fn number(&mut self, o: &Map<String, Value>, k: &str, path: &str, min: f64, max: f64) {
+        if let Some(v) = o.get(k) {
+            if !v.as_f64().is_some_and(|n| n.is_finite() && n >= min && n <= max) {
+                self.fail(&format!("{path}{k}"), format!("must be a number from {min} to {max}"));
+            }
+        }
+    }
+    fn object<'v>(&mut self, o: &'v Map<String, Value>, k: &str, path: &str) -> Option<&'v Map<String, Value>> {
+        match o.get(k) {
+            None => None,
+            Some(Value::Object(m)) => Some(m),
+            Some(_) => {
+                self.fail(&format!("{path}{k}"), "must be an object");
+                None
+            }
+        }
+    }
+    fn url(&mut self, o: &Map<String, Value>, k: &str, path: &str) {
+        if let Some(s) = self.string(o, k, path, 2048) {
+            if super::check::url("", &s, false).is_err() {
+                self.fail(&format!("{path}{k}"), "must be an absolute http(s) URL");
+            }
+        }
+    }
+}
+
+/// Validates the known keys of a category's (merged) config (D4.2). Unknown keys are kept.
+pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
+    super::check::free_object("config", config)?;
+    let Some(o) = config.as_object() else { return Err(DomainError::field("config", "must be an object")) };
+    let mut errors = Vec::new();
+    let mut v = V { errors: &mut errors };
+    match category {
+        "payments" => {
+            v.bool(o, "useSharedDefaults", "");
+            let default = v.one_of(o, "defaultProvider", "", &PROVIDERS);
+            let fallback = v.one_of(o, "fallbackProvider", "", &PROVIDERS);
+            if default.is_some() && default == fallback {
+                v.fail("fallbackProvider", "must differ from defaultProvider");
+            }
+            v.number(o, "feePercent", "", 0.0, 20.0);
+            if let Some(fee) = o.get("feeFixed") {
+                if super::money::from_ghs("config.feeFixed", fee).is_err() {
+                    v.fail("feeFixed", "must be a GHS amount ≥ 0 with at most 2 decimals");
+                }
+            }
+            v.one_of(o, "feeBearer", "", &["customer", "organizer"]);
+            if let Some(providers) = v.object(o, "providers", "") {
+                for (name, cfg) in providers {
+                    let path = format!("providers.{name}.");
+                    if !PROVIDERS.contains(&name.as_str()) {
+                        v.fail(
+                            &format!("providers.{name}"),
+                            format!("unknown provider; one of {}", PROVIDERS.join(", ")),
+                        );
+                        continue;
+                    }
+                    let Some(cfg) = cfg.as_object() else {
+                        v.fail(&format!("providers.{name}"), "must be an object");
+                        continue;
+                    };
+                    v.string(cfg, "secretKey", &path, 512);
+                    v.string(cfg, "publicKey", &path, 512);
+                    v.url(cfg, "baseUrl", &path);
+                }
+            }
+            if let Some(channels) = v.object(o, "channels", "") {
+                for (name, cfg) in channels {
+                    if !CHANNELS.contains(&name.as_str()) {
+                        v.fail(&format!("channels.{name}"), format!("unknown channel; one of {}", CHANNELS.join(", ")));
+                        continue;
+                    }
+                    match cfg.as_object() {
+                        Some(c) => {
+                            v.one_of(c, "provider", &format!("channels.{name}."), &PROVIDERS);
+                        }
+                        None => v.fail(&format!("channels.{name}"), "must be an object"),
+                    }
+                }
+            }
+        }
+        "notifications" => {
+            if let Some(email) = v.object(o, "email", "") {
+                v.string(email, "smtpHost", "email.", 255);
+                if let Some(port) = email.get("smtpPort") {
+                    if !port.as_u64().is_some_and(|p| (1..=65535).contains(&p)) {
+                        v.fail("email.smtpPort", "must be a whole number from 1 to 65535");
+                    }
+                }
+                v.string(email, "username", "email.", 255);
+                v.string(email, "password", "email.", 512);
+                if let Some(addr) = v.string(email, "fromAddress", "email.", 254) {
+                    if super::check::email("", &addr).is_err() {
+                        v.fail("email.fromAddress", "must be an e-mail address");
+                    }
+                }
+                v.string(email, "fromName", "email.", 255);
+            }
+            if let Some(sms) = v.object(o, "sms", "") {
+                v.url(sms, "baseUrl", "sms.");
+                v.string(sms, "apiKey", "sms.", 512);
+                v.string(sms, "senderId", "sms.", 11);
+            }
+        }
+        "operations" => {
+            if let Some(modules) = v.object(o, "modules", "") {
+                for (name, on) in modules {
+                    if !MODULES.contains(&name.as_str()) {
+                        v.fail(&format!("modules.{name}"), format!("unknown module; one of {}", MODULES.join(", ")));
+                    } else if !on.is_boolean() {
+                        v.fail(&format!("modules.{name}"), "must be a boolean");
+                    }
+                }
+            }
+        }
+        "branding" => {
+            v.string(o, "platformName", "", 255);
+            v.url(o, "logoUrl", "");
+        }
+        _ => {}
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(DomainError::Validation(errors))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_follows_rfc_7396_and_keeps_masked_secrets() {
+        let mut t = json!({"a": 1, "b": {"c": 2, "d": 3}, "secretKey": {"$sealed": "x", "last4": "abcd"}});
+        merge_patch(&mut t, &json!({"a": null, "b": {"c": 5}, "e": [1], "secretKey": "••••abcd"}));
+        assert_eq!(t, json!({"b": {"c": 5, "d": 3}, "e": [1], "secretKey": {"$sealed": "x", "last4": "abcd"}}));
+    }
+
+    #[test]
+    fn payments_rules_name_the_field() {
+        let bad = json!({"defaultProvider": "provider_a", "fallbackProvider": "provider_a", "feePercent": 25, "providers": {"provider_z": {}}});
+        let DomainError::Validation(errs) = validate("payments", &bad).expect_err("invalid") else { panic!() };
+        let fields: Vec<_> = errs.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["config.fallbackProvider", "config.feePercent", "config.providers.provider_z"]);
+        assert!(validate(
+            "payments",
+            &json!({"defaultProvider": "provider_b", "providers": {"provider_b": {"secretKey": "sk"}}})
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn secrets_are_sealed_wherever_they_are() {
+        let mut v = json!({"providers": {"provider_a": {"secretKey": "sk_live_123456"}}, "webhookSecret": "whsec", "plain": "x"});
+        seal_secrets(&mut v, "config", &|_, s| json!({SEALED: "enc", "last4": &s[s.len() - 4..]}));
+        assert_eq!(v["providers"]["provider_a"]["secretKey"]["last4"], "3456");
+        assert_eq!(v["webhookSecret"][SEALED], "enc");
+        assert_eq!(v["plain"], "x");
+        mask_sealed(&mut v);
+        assert_eq!(v["providers"]["provider_a"]["secretKey"], "••••3456");
+    }
+}

@@ -160,7 +160,18 @@ caller_extractor!(
 fn detail_from_path(path: &serde_path_to_error::Path, message: &str) -> Detail {
     let base = path.to_string();
     let base = if base == "." { String::new() } else { base };
-    let join = |name: &str| if base.is_empty() { name.to_string() } else { format!("{base}.{name}") };
+    // serde_path_to_error already includes an unknown key in the path; add a missing one.
+    let join = |name: &str| {
+        if base.is_empty() || base == name || base.ends_with(&format!(".{name}")) {
+            if base.is_empty() {
+                name.to_string()
+            } else {
+                base.clone()
+            }
+        } else {
+            format!("{base}.{name}")
+        }
+    };
     for prefix in ["unknown field `", "missing field `"] {
         if let Some(rest) = message.strip_prefix(prefix) {
             if let Some(name) = rest.split('`').next() {

@@ -22,7 +22,12 @@ use error::ApiError;
 pub const V1: &str = "/api/white-label/v1";
 
 /// Paths served to browsers with a domain key (CORS preflight is answered only for these).
-pub const DOMAIN_KEY_PATHS: &[&str] = &["/api/white-label/v1/config"];
+pub const DOMAIN_KEY_PATHS: &[&str] = &[
+    "/api/white-label/v1/config",
+    "/api/white-label/v1/campaigns",
+    "/api/white-label/v1/ticket-types",
+    "/api/white-label/v1/storefront",
+];
 
 pub fn is_domain_key_path(path: &str) -> bool {
     DOMAIN_KEY_PATHS.contains(&path)
@@ -66,8 +71,20 @@ fn v1_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         // Signed
         .routes(routes!(v1::context::show))
+        .routes(routes!(v1::campaigns::create))
+        .routes(routes!(v1::campaigns::show, v1::campaigns::update))
+        .routes(routes!(v1::ticket_types::create))
+        .routes(routes!(v1::ticket_types::bootstrap))
+        .routes(routes!(v1::participants::create, v1::participants::list))
+        .routes(routes!(v1::settings::show))
+        .routes(routes!(v1::settings::update))
+        .routes(routes!(v1::submissions::create, v1::submissions::list))
+        // Both forms: signed, or domain key
+        .routes(routes!(v1::campaigns::list))
         // Domain-key
         .routes(routes!(v1::config::show))
+        .routes(routes!(v1::ticket_types::list))
+        .routes(routes!(v1::storefront::show))
 }
 
 fn open_routes() -> OpenApiRouter<AppState> {

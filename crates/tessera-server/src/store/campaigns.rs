@@ -1,7 +1,160 @@
-//! Campaigns of an account.
-use super::{Store, StoreResult};
+//! Campaigns of an account. Tenant-scoped: every method takes the account id first.
+use serde_json::Value;
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::audit::{record, Audit};
+use super::query::{contains_pattern, offset, Arg, Filter};
+use super::{unique_to_conflict, Store, StoreError, StoreResult};
+use crate::domain::campaigns::{search_text, CampaignStatus, CampaignType};
+use crate::domain::time::now_ms;
+use crate::domain::{new_id, DomainError};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Campaign {
+    pub id: String,
+    pub title: String,
+    pub slug: String,
+    pub description: String,
+    pub campaign_type: CampaignType,
+    pub status: CampaignStatus,
+    pub start_date: i64,
+    pub end_date: i64,
+    pub vote_price: Option<i64>,
+    pub verification_required: bool,
+    pub metadata: Value,
+    pub ticket_type_count: i64,
+    pub participant_count: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Which campaigns a list shows (D3.4 visibility plus the query filters).
+#[derive(Debug, Default, Clone)]
+pub struct CampaignQuery {
+    pub search: Option<String>,
+    pub status: Option<CampaignStatus>,
+    /// Only this campaign (a campaign key).
+    pub only_id: Option<String>,
+    /// Only approved campaigns (browser keys).
+    pub approved_only: bool,
+    pub page: u32,
+    pub limit: u32,
+}
+
+const COLUMNS: &str = "id, title, slug, description, campaign_type, status, start_date, end_date, vote_price, \
+    verification_required, metadata, ticket_type_count, participant_count, created_at, updated_at";
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(what.to_string())
+}
+
+fn from_row(r: &AnyRow) -> StoreResult<Campaign> {
+    let t: String = r.try_get("campaign_type")?;
+    let s: String = r.try_get("status")?;
+    let m: String = r.try_get("metadata")?;
+    Ok(Campaign {
+        id: r.try_get("id")?,
+        title: r.try_get("title")?,
+        slug: r.try_get("slug")?,
+        description: r.try_get("description")?,
+        campaign_type: CampaignType::parse("campaign_type", &t).map_err(|_| corrupt("campaign_type"))?,
+        status: CampaignStatus::parse("status", &s).map_err(|_| corrupt("status"))?,
+        start_date: r.try_get("start_date")?,
+        end_date: r.try_get("end_date")?,
+        vote_price: r.try_get("vote_price")?,
+        verification_required: r.try_get::<i64, _>("verification_required")? != 0,
+        metadata: serde_json::from_str(&m).map_err(|_| corrupt("metadata"))?,
+        ticket_type_count: r.try_get("ticket_type_count")?,
+        participant_count: r.try_get("participant_count")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+/// The fields of a campaign an audit summary shows.
+pub fn summary(c: &Campaign) -> Value {
+    serde_json::json!({
+        "title": c.title, "slug": c.slug, "campaign_type": c.campaign_type.as_str(), "status": c.status.as_str(),
+        "start_date": c.start_date, "end_date": c.end_date, "vote_price": c.vote_price,
+    })
+}
 
 impl Store {
+    /// Creates a campaign. A slug made from the title gets `-2`, `-3`, … when taken; a slug the
+    /// caller chose that is taken is a conflict.
+    pub async fn create_campaign(
+        &self,
+        account_id: &str,
+        mut c: Campaign,
+        slug_chosen: bool,
+        audit: Audit<'_>,
+    ) -> StoreResult<Campaign> {
+        let mut tx = self.writer().begin().await?;
+        if !slug_chosen {
+            let taken: Vec<String> =
+                sqlx::query("SELECT slug FROM campaigns WHERE account_id = $1 AND (slug = $2 OR slug LIKE $3)")
+                    .bind(account_id)
+                    .bind(&c.slug)
+                    .bind(format!("{}-%", c.slug))
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .iter()
+                    .map(|r| r.try_get("slug"))
+                    .collect::<Result<_, _>>()?;
+            let base = c.slug.clone();
+            let mut n = 2;
+            while taken.contains(&c.slug) {
+                c.slug = format!("{base}-{n}");
+                n += 1;
+            }
+        }
+        let now = now_ms();
+        c.id = new_id();
+        c.created_at = now;
+        c.updated_at = now;
+        sqlx::query(
+            "INSERT INTO campaigns (id, account_id, title, slug, search_text, description, campaign_type, status, start_date, end_date, \
+             vote_price, verification_required, metadata, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)",
+        )
+        .bind(&c.id)
+        .bind(account_id)
+        .bind(&c.title)
+        .bind(&c.slug)
+        .bind(search_text(&c.title, &c.slug))
+        .bind(&c.description)
+        .bind(c.campaign_type.as_str())
+        .bind(c.status.as_str())
+        .bind(c.start_date)
+        .bind(c.end_date)
+        .bind(c.vote_price)
+        .bind(c.verification_required as i64)
+        .bind(c.metadata.to_string())
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| unique_to_conflict(e, "a campaign with this slug already exists"))?;
+        record(
+            &mut tx,
+            account_id,
+            &Audit { entity_id: &c.id, summary: serde_json::json!({"after": summary(&c)}), ..audit },
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(c)
+    }
+
+    pub async fn campaign(&self, account_id: &str, id: &str) -> StoreResult<Campaign> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM campaigns WHERE account_id = $1 AND id = $2"))
+            .bind(account_id)
+            .bind(id)
+            .fetch_optional(self.reader())
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        from_row(&row)
+    }
+
     /// Whether the campaign exists and belongs to the account.
     pub async fn campaign_exists(&self, account_id: &str, campaign_id: &str) -> StoreResult<bool> {
         Ok(sqlx::query("SELECT 1 FROM campaigns WHERE account_id = $1 AND id = $2")
@@ -10,5 +163,113 @@ impl Store {
             .fetch_optional(self.reader())
             .await?
             .is_some())
+    }
+
+    /// Applies `change` to the current campaign and writes the result, in one transaction.
+    /// The write is conditional on the row being unchanged since it was read, so two concurrent
+    /// updates cannot both pass the state machine from the same state.
+    pub async fn update_campaign(
+        &self,
+        account_id: &str,
+        id: &str,
+        change: impl FnOnce(&Campaign) -> Result<Campaign, DomainError>,
+        audit: Audit<'_>,
+    ) -> Result<Campaign, UpdateError> {
+        let mut tx = self.writer().begin().await.map_err(StoreError::from)?;
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM campaigns WHERE account_id = $1 AND id = $2"))
+            .bind(account_id)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(StoreError::from)?
+            .ok_or(StoreError::NotFound)?;
+        let before = from_row(&row)?;
+        let mut after = change(&before)?;
+        after.updated_at = now_ms().max(before.updated_at + 1);
+        let n = sqlx::query(
+            "UPDATE campaigns SET title = $1, slug = $2, search_text = $3, description = $4, campaign_type = $5, status = $6, \
+             start_date = $7, end_date = $8, vote_price = $9, verification_required = $10, metadata = $11, updated_at = $12 \
+             WHERE account_id = $13 AND id = $14 AND updated_at = $15 AND ticket_type_count = $16 AND participant_count = $17",
+        )
+        .bind(&after.title)
+        .bind(&after.slug)
+        .bind(search_text(&after.title, &after.slug))
+        .bind(&after.description)
+        .bind(after.campaign_type.as_str())
+        .bind(after.status.as_str())
+        .bind(after.start_date)
+        .bind(after.end_date)
+        .bind(after.vote_price)
+        .bind(after.verification_required as i64)
+        .bind(after.metadata.to_string())
+        .bind(after.updated_at)
+        .bind(account_id)
+        .bind(id)
+        .bind(before.updated_at)
+        .bind(before.ticket_type_count)
+        .bind(before.participant_count)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| unique_to_conflict(e, "a campaign with this slug already exists"))?
+        .rows_affected();
+        if n == 0 {
+            return Err(StoreError::Conflict("the campaign changed while this update ran; retry".into()).into());
+        }
+        let action = if before.status != after.status { "campaign.status_changed" } else { "campaign.updated" };
+        let summary = serde_json::json!({"before": summary(&before), "after": summary(&after)});
+        record(&mut tx, account_id, &Audit { action, entity_id: id, summary, ..audit }).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(after)
+    }
+
+    /// A page of campaigns, newest first, with the total count.
+    pub async fn list_campaigns(&self, account_id: &str, q: &CampaignQuery) -> StoreResult<(Vec<Campaign>, u64)> {
+        let mut f = Filter::new();
+        f.and("account_id = ?", Arg::Text(account_id.into()));
+        if let Some(s) = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            f.and("search_text LIKE ? ESCAPE '\\'", Arg::Text(contains_pattern(&s.to_lowercase())));
+        }
+        if let Some(s) = q.status {
+            f.and("status = ?", Arg::Text(s.as_str().into()));
+        }
+        if q.approved_only {
+            f.and("status = ?", Arg::Text("approved".into()));
+        }
+        if let Some(id) = &q.only_id {
+            f.and("id = ?", Arg::Text(id.clone()));
+        }
+        let w = f.where_sql();
+        let total: i64 = f
+            .bind(sqlx::query(&format!("SELECT COUNT(*) AS n FROM campaigns{w}")))
+            .fetch_one(self.reader())
+            .await?
+            .try_get("n")?;
+        let n = f.next();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM campaigns{w} ORDER BY created_at DESC, id DESC LIMIT ${n} OFFSET ${}",
+            n + 1
+        );
+        let rows = f
+            .bind(sqlx::query(&sql))
+            .bind(i64::from(q.limit))
+            .bind(offset(q.page, q.limit))
+            .fetch_all(self.reader())
+            .await?;
+        Ok((rows.iter().map(from_row).collect::<StoreResult<_>>()?, total.max(0) as u64))
+    }
+}
+
+/// An update refused by the rules or by the store.
+#[derive(Debug, thiserror::Error)]
+pub enum UpdateError {
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<sqlx::Error> for UpdateError {
+    fn from(e: sqlx::Error) -> Self {
+        UpdateError::Store(StoreError::Db(e))
     }
 }

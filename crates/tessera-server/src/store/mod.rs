@@ -6,10 +6,15 @@
 //! every connection, all writes through one writer connection and reads through a read-only
 //! pool. On PostgreSQL both handles are the same pool.
 pub mod accounts;
+pub mod audit;
 pub mod campaigns;
 pub mod domains;
 pub mod keys;
+pub mod participants;
+pub mod query;
 pub mod settings;
+pub mod submissions;
+pub mod ticket_types;
 
 use std::str::FromStr;
 use std::time::Duration;

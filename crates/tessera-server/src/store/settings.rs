@@ -1,12 +1,15 @@
 //! Settings by category (D4): one JSON object per (account, category).
+use serde_json::Value;
 use sqlx::Row;
 
-use super::{Store, StoreError, StoreResult};
+use super::audit::{record, Audit};
+use super::{Backend, Store, StoreError, StoreResult};
 use crate::domain::time::now_ms;
+use crate::domain::DomainError;
 
 impl Store {
     /// Every stored category of the account, sorted by name.
-    pub async fn settings(&self, account_id: &str) -> StoreResult<Vec<(String, serde_json::Value)>> {
+    pub async fn settings(&self, account_id: &str) -> StoreResult<Vec<(String, Value)>> {
         let rows = sqlx::query("SELECT category, config FROM settings WHERE account_id = $1 ORDER BY category")
             .bind(account_id)
             .fetch_all(self.reader())
@@ -22,18 +25,47 @@ impl Store {
             .collect()
     }
 
-    /// Replaces one category's stored object.
-    pub async fn put_setting(&self, account_id: &str, category: &str, config: &serde_json::Value) -> StoreResult<()> {
+    /// Read-modify-write of one category in one transaction: `change` gets the stored object
+    /// (`{}` when none) and returns the new one. The row is locked (PostgreSQL) or the single
+    /// writer serializes (SQLite), so concurrent patches never lose each other's keys.
+    pub async fn update_setting(
+        &self,
+        account_id: &str,
+        category: &str,
+        change: impl FnOnce(Value) -> Result<Value, DomainError>,
+        audit: Audit<'_>,
+    ) -> Result<Value, super::campaigns::UpdateError> {
+        let now = now_ms();
+        let mut tx = self.writer().begin().await?;
         sqlx::query(
-            "INSERT INTO settings (account_id, category, config, updated_at) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (account_id, category) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at",
+            "INSERT INTO settings (account_id, category, config, updated_at) VALUES ($1, $2, '{}', $3) \
+             ON CONFLICT (account_id, category) DO NOTHING",
         )
         .bind(account_id)
         .bind(category)
-        .bind(config.to_string())
-        .bind(now_ms())
-        .execute(self.writer())
+        .bind(now)
+        .execute(&mut *tx)
         .await?;
-        Ok(())
+        let lock = if self.backend() == Backend::Postgres { " FOR UPDATE" } else { "" };
+        let text: String =
+            sqlx::query(&format!("SELECT config FROM settings WHERE account_id = $1 AND category = $2{lock}"))
+                .bind(account_id)
+                .bind(category)
+                .fetch_one(&mut *tx)
+                .await?
+                .try_get("config")?;
+        let current: Value =
+            serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("settings {category}: {e}")))?;
+        let next = change(current)?;
+        sqlx::query("UPDATE settings SET config = $1, updated_at = $2 WHERE account_id = $3 AND category = $4")
+            .bind(next.to_string())
+            .bind(now)
+            .bind(account_id)
+            .bind(category)
+            .execute(&mut *tx)
+            .await?;
+        record(&mut tx, account_id, &Audit { entity_id: category, ..audit }).await?;
+        tx.commit().await?;
+        Ok(next)
     }
 }

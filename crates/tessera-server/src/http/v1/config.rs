@@ -26,8 +26,6 @@ pub struct ConfigOut {
     pub modules: serde_json::Map<String, serde_json::Value>,
 }
 
-pub const MODULES: [&str; 5] = ["voting", "donations", "ticketing", "submissions", "myTickets"];
-
 /// GET /api/white-label/v1/config — Domain-key — settings:read
 #[utoipa::path(
     get, path = "/api/white-label/v1/config", tag = "public",
@@ -47,7 +45,7 @@ pub async fn show(State(state): State<AppState>, caller: DomainKey<scope::Settin
         .and_then(|m| m.as_object())
         .cloned()
         .unwrap_or_default();
-    let modules = MODULES
+    let modules = crate::domain::settings::MODULES
         .iter()
         .map(|m| (m.to_string(), serde_json::Value::Bool(configured.get(*m).and_then(|v| v.as_bool()).unwrap_or(true))))
         .collect();

@@ -1,0 +1,351 @@
+//! Campaign routes (spec "Campaign", D3.1–D3.4).
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::{audit, campaign_id, pagination, push_domain, reject_if_any, PageParams};
+use crate::app::AppState;
+use crate::domain::campaigns::{parse_slug, slugify, CampaignStatus, CampaignType};
+use crate::domain::check::{free_object, text, Check};
+use crate::domain::time::{parse_rfc3339, rfc3339};
+use crate::domain::{money, DomainError};
+use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
+use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
+use crate::http::extract::{scope, AnyKey, ApiJson, ApiQuery, Scheme, Signed};
+use crate::store::campaigns::{Campaign, CampaignQuery};
+
+/// Body of `POST /campaigns` (and, every field optional, of `PATCH /campaigns/:campaignId`).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignIn {
+    /// 3–255 characters; required on create.
+    pub title: Option<String>,
+    /// 10–5000 characters; required on create.
+    pub description: Option<String>,
+    /// voting, donation or ticketing; required on create.
+    pub campaign_type: Option<String>,
+    /// draft (default), pending_approval, approved, rejected, archived.
+    pub status: Option<String>,
+    /// RFC 3339; required on create; before end_date.
+    pub start_date: Option<String>,
+    /// RFC 3339; required on create.
+    pub end_date: Option<String>,
+    /// Free-form object, ≤ 16 KiB, depth ≤ 8.
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+    /// 3–100 characters of a-z, 0-9, '-'; unique per account; made from the title when omitted.
+    pub slug: Option<String>,
+    /// GHS per vote (> 0); required for voting campaigns, ignored otherwise.
+    #[schema(value_type = Option<f64>)]
+    pub vote_price: Option<Value>,
+    pub verification_required: Option<bool>,
+}
+
+/// The whole campaign record.
+#[derive(Serialize, ToSchema)]
+pub struct CampaignOut {
+    pub id: String,
+    pub title: String,
+    pub slug: String,
+    pub description: String,
+    pub campaign_type: String,
+    pub status: String,
+    pub start_date: String,
+    pub end_date: String,
+    /// GHS; voting campaigns only.
+    #[schema(value_type = Option<f64>)]
+    pub vote_price: Option<Value>,
+    pub verification_required: bool,
+    /// Only to signed callers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl CampaignOut {
+    pub fn from(c: Campaign, with_metadata: bool) -> Self {
+        CampaignOut {
+            id: c.id,
+            title: c.title,
+            slug: c.slug,
+            description: c.description,
+            campaign_type: c.campaign_type.as_str().into(),
+            status: c.status.as_str().into(),
+            start_date: rfc3339(c.start_date),
+            end_date: rfc3339(c.end_date),
+            vote_price: c.vote_price.map(money::to_ghs),
+            verification_required: c.verification_required,
+            metadata: with_metadata.then_some(c.metadata),
+            created_at: rfc3339(c.created_at),
+            updated_at: rfc3339(c.updated_at),
+        }
+    }
+}
+
+/// `data` of `POST /campaigns`.
+#[derive(Serialize, ToSchema)]
+pub struct CampaignCreatedOut {
+    pub id: String,
+    pub title: String,
+    pub campaign_type: String,
+    pub status: String,
+    pub slug: String,
+}
+
+/// `data` of `PATCH /campaigns/:campaignId`.
+#[derive(Serialize, ToSchema)]
+pub struct CampaignUpdatedOut {
+    pub id: String,
+    pub status: String,
+    pub updated_at: String,
+}
+
+fn date(check: &mut Check, field: &str, v: &Option<String>) -> Option<i64> {
+    let s = v.as_deref()?;
+    let parsed = parse_rfc3339(s);
+    if parsed.is_none() {
+        check.fail(field, "must be an RFC 3339 date-time with offset, e.g. 2027-01-31T18:00:00Z");
+    }
+    parsed
+}
+
+/// Applies `input` to `base` (a blank campaign on create) under every rule of the spec and D3.
+fn build(input: &CampaignIn, base: Option<&Campaign>) -> Result<(Campaign, bool), DomainError> {
+    let creating = base.is_none();
+    let mut check = Check::new();
+    let mut c = base.cloned().unwrap_or_else(|| Campaign {
+        id: String::new(),
+        title: String::new(),
+        slug: String::new(),
+        description: String::new(),
+        campaign_type: CampaignType::Donation,
+        status: CampaignStatus::Draft,
+        start_date: 0,
+        end_date: 0,
+        vote_price: None,
+        verification_required: false,
+        metadata: Value::Object(Default::default()),
+        ticket_type_count: 0,
+        participant_count: 0,
+        created_at: 0,
+        updated_at: 0,
+    });
+    if creating {
+        for (field, missing) in [
+            ("title", input.title.is_none()),
+            ("description", input.description.is_none()),
+            ("campaign_type", input.campaign_type.is_none()),
+            ("start_date", input.start_date.is_none()),
+            ("end_date", input.end_date.is_none()),
+        ] {
+            if missing {
+                check.fail(field, "is required");
+            }
+        }
+    }
+    if let Some(t) = input.title.as_deref().and_then(|t| check.take(text("title", t, 3, 255))) {
+        c.title = t;
+    }
+    if let Some(d) = input.description.as_deref().and_then(|d| check.take(text("description", d, 10, 5000))) {
+        c.description = d;
+    }
+    if let Some(t) = input.campaign_type.as_deref().and_then(|t| check.take(CampaignType::parse("campaign_type", t))) {
+        if !creating && t != c.campaign_type && (c.ticket_type_count > 0 || c.participant_count > 0) {
+            return Err(DomainError::Conflict(
+                "the campaign type cannot change once it has ticket types or participants".into(),
+            ));
+        }
+        c.campaign_type = t;
+    }
+    let before_dates = check.len();
+    if let Some(s) = input.start_date.as_ref().and(date(&mut check, "start_date", &input.start_date)) {
+        c.start_date = s;
+    }
+    if let Some(e) = input.end_date.as_ref().and(date(&mut check, "end_date", &input.end_date)) {
+        c.end_date = e;
+    }
+    let dates_parsed = check.len() == before_dates;
+    if (input.start_date.is_some() || input.end_date.is_some()) && dates_parsed && c.start_date >= c.end_date {
+        check.fail("end_date", "must be after start_date");
+    }
+    if let Some(m) = &input.metadata {
+        if check.take(free_object("metadata", m)).is_some() {
+            c.metadata = m.clone();
+        }
+    }
+    let slug_chosen = input.slug.is_some();
+    if let Some(s) = input.slug.as_deref().and_then(|s| check.take(parse_slug("slug", s))) {
+        c.slug = s;
+    } else if creating && !slug_chosen {
+        c.slug = slugify(&c.title);
+    }
+    if let Some(v) = input.verification_required {
+        c.verification_required = v;
+    }
+    let before_price = check.len();
+    if let Some(p) = &input.vote_price {
+        if let Some(p) = check.take(money::from_ghs("vote_price", p)) {
+            c.vote_price = Some(p);
+        }
+    }
+    if c.campaign_type == CampaignType::Voting {
+        if check.len() == before_price && c.vote_price.is_none_or(|p| p <= 0) {
+            check.fail("vote_price", "voting campaigns need a vote_price greater than 0");
+        }
+    } else {
+        c.vote_price = None;
+    }
+    let status = input.status.as_deref().and_then(|s| check.take(CampaignStatus::parse("status", s)));
+    // Every 400 first; the state machine (409) only judges an otherwise valid request.
+    check.finish()?;
+    if let Some(s) = status {
+        c.status = if creating { s } else { c.status.move_to(s)? };
+    }
+    Ok((c, slug_chosen))
+}
+
+/// POST /api/white-label/v1/campaigns — Signed — campaigns:write
+#[utoipa::path(
+    post, path = "/api/white-label/v1/campaigns", tag = "campaigns", security(("signed" = [])),
+    request_body = CampaignIn,
+    responses(
+        (status = 201, description = "Created", body = Envelope<CampaignCreatedOut>),
+        (status = 400, body = ErrorEnvelope), (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
+        (status = 409, description = "Slug taken", body = ErrorEnvelope),
+    )
+)]
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Signed<scope::CampaignsWrite>,
+    ApiJson(input): ApiJson<CampaignIn>,
+) -> ApiResult<CampaignCreatedOut> {
+    let (campaign, slug_chosen) = build(&input, None)?;
+    let c = state
+        .store
+        .create_campaign(&caller.account_id, campaign, slug_chosen, audit(&caller, "campaign.created", "campaign"))
+        .await?;
+    Ok(ApiResponse::created(CampaignCreatedOut {
+        id: c.id,
+        title: c.title,
+        campaign_type: c.campaign_type.as_str().into(),
+        status: c.status.as_str().into(),
+        slug: c.slug,
+    }))
+}
+
+/// PATCH /api/white-label/v1/campaigns/{campaignId} — Signed — campaigns:write
+#[utoipa::path(
+    patch, path = "/api/white-label/v1/campaigns/{campaignId}", tag = "campaigns", security(("signed" = [])),
+    params(("campaignId" = String, Path, description = "Campaign id")),
+    request_body = CampaignIn,
+    responses(
+        (status = 200, description = "Updated", body = Envelope<CampaignUpdatedOut>),
+        (status = 400, body = ErrorEnvelope), (status = 404, body = ErrorEnvelope),
+        (status = 409, description = "Illegal status move (invalid_transition) or slug taken", body = ErrorEnvelope),
+    )
+)]
+pub async fn update(
+    State(state): State<AppState>,
+    caller: Signed<scope::CampaignsWrite>,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<CampaignIn>,
+) -> ApiResult<CampaignUpdatedOut> {
+    let id = campaign_id(&id)?;
+    let c = state
+        .store
+        .update_campaign(
+            &caller.account_id,
+            id,
+            |current| build(&input, Some(current)).map(|(c, _)| c),
+            audit(&caller, "campaign.updated", "campaign"),
+        )
+        .await
+        .map_err(|e| match ApiError::from(e) {
+            e if e.code == "not_found" => ApiError::not_found("campaign"),
+            e => e,
+        })?;
+    Ok(ApiResponse::ok(CampaignUpdatedOut {
+        id: c.id,
+        status: c.status.as_str().into(),
+        updated_at: rfc3339(c.updated_at),
+    }))
+}
+
+/// GET /api/white-label/v1/campaigns/{campaignId} — Signed — campaigns:read
+#[utoipa::path(
+    get, path = "/api/white-label/v1/campaigns/{campaignId}", tag = "campaigns", security(("signed" = [])),
+    params(("campaignId" = String, Path, description = "Campaign id")),
+    responses((status = 200, body = Envelope<CampaignOut>), (status = 404, body = ErrorEnvelope))
+)]
+pub async fn show(
+    State(state): State<AppState>,
+    caller: Signed<scope::CampaignsRead>,
+    Path(id): Path<String>,
+) -> ApiResult<CampaignOut> {
+    let c = state
+        .store
+        .campaign(&caller.account_id, campaign_id(&id)?)
+        .await
+        .map_err(|_| ApiError::not_found("campaign"))?;
+    Ok(ApiResponse::ok(CampaignOut::from(c, true)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    /// Case-insensitive match on title and slug.
+    pub search: Option<String>,
+    /// One campaign status.
+    pub status: Option<String>,
+    pub page: Option<String>,
+    pub limit: Option<String>,
+}
+
+/// GET /api/white-label/v1/campaigns — Form 1: Domain-key; Form 2: Signed — campaigns:read
+#[utoipa::path(
+    get, path = "/api/white-label/v1/campaigns", tag = "campaigns", security(("signed" = []), ("domainKey" = [])),
+    params(ListParams),
+    responses((status = 200, description = "Newest first. Signed: every campaign of the account; public key: approved ones; campaign key: its campaign if approved", body = ListEnvelope<CampaignOut>), (status = 400, body = ErrorEnvelope))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: AnyKey<scope::CampaignsRead>,
+    ApiQuery(q): ApiQuery<ListParams>,
+) -> ApiResult<Vec<CampaignOut>> {
+    let mut details = Vec::new();
+    let (page, limit) = PageParams { page: q.page.clone(), limit: q.limit.clone() }.parse(&mut details);
+    let status = match q.status.as_deref() {
+        Some(s) => match CampaignStatus::parse("status", s) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                push_domain(&mut details, e)?;
+                None
+            }
+        },
+        None => None,
+    };
+    if q.search.as_ref().is_some_and(|s| s.chars().count() > 255) {
+        details.push(crate::http::error::Detail {
+            field: "search".into(),
+            message: "must be at most 255 characters".into(),
+        });
+    }
+    reject_if_any(details)?;
+    let signed = caller.scheme == Scheme::Signed;
+    let query = CampaignQuery {
+        search: q.search,
+        status,
+        only_id: if signed { None } else { caller.campaign_id.clone() },
+        approved_only: !signed,
+        page,
+        limit,
+    };
+    let (items, total) = state.store.list_campaigns(&caller.account_id, &query).await?;
+    Ok(ApiResponse::list(
+        items.into_iter().map(|c| CampaignOut::from(c, signed)).collect(),
+        pagination(page, limit, total),
+    ))
+}

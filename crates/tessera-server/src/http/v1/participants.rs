@@ -1,0 +1,156 @@
+//! Participant (voting nominee) routes (spec "Participant", D3.7).
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{audit, campaign_id, pagination, push_domain, reject_if_any, PageParams};
+use crate::app::AppState;
+use crate::domain::check::{text, url, Check};
+use crate::domain::participants::{parse_code, parse_status};
+use crate::domain::time::rfc3339;
+use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
+use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
+use crate::http::extract::{scope, ApiJson, ApiQuery, Signed};
+use crate::store::participants::{NewParticipant, Participant, ParticipantQuery};
+
+/// Body of `POST /participants`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ParticipantIn {
+    /// A voting campaign of the account.
+    pub campaign_id: Option<String>,
+    /// 1–255 characters.
+    pub name: Option<String>,
+    /// Short code for USSD, 1–16 of A–Z 0–9, unique per campaign; `001`, `002`, … when omitted.
+    pub code: Option<String>,
+    /// At most 5000 characters.
+    pub description: Option<String>,
+    /// https URL.
+    pub image_url: Option<String>,
+    /// active (default), hidden, eliminated.
+    pub status: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ParticipantOut {
+    pub id: String,
+    pub campaign_id: String,
+    pub name: String,
+    pub code: String,
+    pub description: Option<String>,
+    pub image_url: Option<String>,
+    pub status: String,
+    /// Votes counted so far.
+    pub votes: i64,
+    pub created_at: String,
+}
+
+impl From<Participant> for ParticipantOut {
+    fn from(p: Participant) -> Self {
+        ParticipantOut {
+            id: p.id,
+            campaign_id: p.campaign_id,
+            name: p.name,
+            code: p.code,
+            description: p.description,
+            image_url: p.image_url,
+            status: p.status,
+            votes: p.votes,
+            created_at: rfc3339(p.created_at),
+        }
+    }
+}
+
+/// POST /api/white-label/v1/participants — Signed — campaigns:write
+#[utoipa::path(
+    post, path = "/api/white-label/v1/participants", tag = "participants", security(("signed" = [])),
+    request_body = ParticipantIn,
+    responses(
+        (status = 201, body = Envelope<ParticipantOut>), (status = 400, body = ErrorEnvelope), (status = 404, body = ErrorEnvelope),
+        (status = 409, description = "Not a voting campaign, archived, or code taken", body = ErrorEnvelope),
+    )
+)]
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Signed<scope::CampaignsWrite>,
+    ApiJson(body): ApiJson<ParticipantIn>,
+) -> ApiResult<ParticipantOut> {
+    let mut check = Check::new();
+    if body.campaign_id.is_none() {
+        check.fail("campaignId", "is required");
+    }
+    let name = match body.name.as_deref() {
+        Some(n) => check.take(text("name", n, 1, 255)),
+        None => {
+            check.fail("name", "is required");
+            None
+        }
+    };
+    let code = body.code.as_deref().and_then(|c| check.take(parse_code("code", c)));
+    let description = body.description.as_deref().and_then(|d| check.take(text("description", d, 0, 5000)));
+    let image_url = body.image_url.as_deref().and_then(|u| check.take(url("imageUrl", u, true)));
+    let status = check.take(parse_status("status", body.status.as_deref().unwrap_or("active")));
+    check.finish()?;
+    let (Some(campaign), Some(name), Some(status)) = (body.campaign_id, name, status) else {
+        return Err(ApiError::internal("validated input missing"));
+    };
+    let p = state
+        .store
+        .create_participant(
+            &caller.account_id,
+            campaign_id(&campaign)?,
+            NewParticipant { name, code, description, image_url, status },
+            audit(&caller, "participant.created", "participant"),
+        )
+        .await
+        .map_err(|e| match e {
+            crate::store::StoreError::NotFound => ApiError::not_found("campaign"),
+            other => other.into(),
+        })?;
+    Ok(ApiResponse::created(p.into()))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ListParams {
+    pub campaign_id: Option<String>,
+    /// Case-insensitive match on name and code.
+    pub search: Option<String>,
+    /// active, hidden or eliminated.
+    pub status: Option<String>,
+    pub page: Option<String>,
+    pub limit: Option<String>,
+}
+
+/// GET /api/white-label/v1/participants — Signed — campaigns:read
+#[utoipa::path(
+    get, path = "/api/white-label/v1/participants", tag = "participants", security(("signed" = [])),
+    params(ListParams),
+    responses((status = 200, body = ListEnvelope<ParticipantOut>), (status = 400, body = ErrorEnvelope), (status = 404, body = ErrorEnvelope))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Signed<scope::CampaignsRead>,
+    ApiQuery(q): ApiQuery<ListParams>,
+) -> ApiResult<Vec<ParticipantOut>> {
+    let mut details = Vec::new();
+    let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
+    let status = match q.status.as_deref().map(|s| parse_status("status", s)) {
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
+            push_domain(&mut details, e)?;
+            None
+        }
+        None => None,
+    };
+    reject_if_any(details)?;
+    if let Some(c) = &q.campaign_id {
+        if !state.store.campaign_exists(&caller.account_id, campaign_id(c)?).await? {
+            return Err(ApiError::not_found("campaign"));
+        }
+    }
+    let query = ParticipantQuery { campaign_id: q.campaign_id, search: q.search, status, page, limit };
+    let (items, total) = state.store.list_participants(&caller.account_id, &query).await?;
+    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), pagination(page, limit, total)))
+}

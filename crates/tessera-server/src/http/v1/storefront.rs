@@ -1,0 +1,63 @@
+//! `GET /api/white-label/v1/storefront` (Domain-key; campaigns:read and tickets:read): the
+//! approved campaigns the key may see, each with its active ticket types and what remains.
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::campaigns::CampaignOut;
+use super::ticket_types::TicketTypeOut;
+use crate::app::AppState;
+use crate::http::envelope::{ApiResponse, Envelope};
+use crate::http::error::{ApiResult, ErrorEnvelope};
+use crate::http::extract::{scope, DomainKey};
+use crate::store::campaigns::CampaignQuery;
+
+/// At most this many campaigns, newest first, in one storefront.
+pub const MAX_CAMPAIGNS: u32 = 100;
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StorefrontCampaign {
+    #[serde(flatten)]
+    pub campaign: CampaignOut,
+    pub ticket_types: Vec<TicketTypeOut>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StorefrontOut {
+    pub platform_name: String,
+    pub domain: String,
+    pub campaigns: Vec<StorefrontCampaign>,
+}
+
+/// GET /api/white-label/v1/storefront — Domain-key — campaigns:read and tickets:read
+#[utoipa::path(
+    get, path = "/api/white-label/v1/storefront", tag = "public", security(("domainKey" = [])),
+    responses((status = 200, description = "Approved campaigns with their active ticket types", body = Envelope<StorefrontOut>), (status = 403, body = ErrorEnvelope))
+)]
+pub async fn show(State(state): State<AppState>, caller: DomainKey<scope::Storefront>) -> ApiResult<StorefrontOut> {
+    let account = state.store.account(&caller.account_id).await?;
+    let query = CampaignQuery {
+        approved_only: true,
+        only_id: caller.campaign_id.clone(),
+        page: 1,
+        limit: MAX_CAMPAIGNS,
+        ..Default::default()
+    };
+    let (campaigns, _) = state.store.list_campaigns(&caller.account_id, &query).await?;
+    let ids: Vec<String> = campaigns.iter().map(|c| c.id.clone()).collect();
+    let mut types = state.store.active_ticket_types_of(&caller.account_id, &ids).await?;
+    let campaigns = campaigns
+        .into_iter()
+        .map(|c| {
+            let mine: Vec<TicketTypeOut> = types.extract_if(.., |t| t.campaign_id == c.id).map(Into::into).collect();
+            StorefrontCampaign { campaign: CampaignOut::from(c, false), ticket_types: mine }
+        })
+        .collect();
+    Ok(ApiResponse::ok(StorefrontOut {
+        platform_name: account.platform_name,
+        domain: caller.domain.clone().unwrap_or_default(),
+        campaigns,
+    }))
+}

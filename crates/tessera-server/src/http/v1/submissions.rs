@@ -1,0 +1,174 @@
+//! Submission routes: volunteer, vendor and partner applications.
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::{audit, campaign_id, pagination, push_domain, reject_if_any, PageParams};
+use crate::app::AppState;
+use crate::domain::check::{email, free_object, phone, text, Check};
+use crate::domain::submissions::parse_kind;
+use crate::domain::time::rfc3339;
+use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
+use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
+use crate::http::extract::{scope, ApiJson, ApiQuery, Signed};
+use crate::store::submissions::{Submission, SubmissionQuery};
+
+/// Body of `POST /submissions`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SubmissionIn {
+    /// volunteer, vendor or partner.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// A campaign of the account, when the application concerns one.
+    pub campaign_id: Option<String>,
+    /// 1–255 characters.
+    pub name: Option<String>,
+    pub email: Option<String>,
+    /// E.164, or a Ghana number 0XXXXXXXXX (normalized to +233…).
+    pub phone: Option<String>,
+    /// At most 5000 characters.
+    pub message: Option<String>,
+    /// Free-form answers, ≤ 16 KiB.
+    #[schema(value_type = Option<Object>)]
+    pub fields: Option<Value>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubmissionOut {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub campaign_id: Option<String>,
+    pub name: String,
+    pub email: String,
+    pub phone: Option<String>,
+    pub message: Option<String>,
+    #[schema(value_type = Object)]
+    pub fields: Value,
+    /// `received`.
+    pub status: String,
+    pub created_at: String,
+}
+
+impl From<Submission> for SubmissionOut {
+    fn from(s: Submission) -> Self {
+        SubmissionOut {
+            id: s.id,
+            kind: s.kind,
+            campaign_id: s.campaign_id,
+            name: s.name,
+            email: s.email,
+            phone: s.phone,
+            message: s.message,
+            fields: s.fields,
+            status: s.status,
+            created_at: rfc3339(s.created_at),
+        }
+    }
+}
+
+fn required<T>(check: &mut Check, field: &str, v: Option<T>) -> Option<T> {
+    if v.is_none() {
+        check.fail(field, "is required");
+    }
+    v
+}
+
+/// POST /api/white-label/v1/submissions — Signed — submissions:write
+#[utoipa::path(
+    post, path = "/api/white-label/v1/submissions", tag = "submissions", security(("signed" = [])),
+    request_body = SubmissionIn,
+    responses((status = 201, body = Envelope<SubmissionOut>), (status = 400, body = ErrorEnvelope), (status = 404, body = ErrorEnvelope))
+)]
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Signed<scope::SubmissionsWrite>,
+    ApiJson(body): ApiJson<SubmissionIn>,
+) -> ApiResult<SubmissionOut> {
+    let mut check = Check::new();
+    let kind = required(&mut check, "type", body.kind.as_deref()).and_then(|k| check.take(parse_kind("type", k)));
+    let name = required(&mut check, "name", body.name.as_deref()).and_then(|n| check.take(text("name", n, 1, 255)));
+    let mail = required(&mut check, "email", body.email.as_deref()).and_then(|e| check.take(email("email", e)));
+    let tel = body.phone.as_deref().and_then(|p| check.take(phone("phone", p)));
+    let message = body.message.as_deref().and_then(|m| check.take(text("message", m, 0, 5000)));
+    let fields = match body.fields {
+        None => Some(Value::Object(Default::default())),
+        Some(f) => check.take(free_object("fields", &f)).map(|_| f),
+    };
+    check.finish()?;
+    let (Some(kind), Some(name), Some(mail), Some(fields)) = (kind, name, mail, fields) else {
+        return Err(ApiError::internal("validated input missing"));
+    };
+    if let Some(c) = &body.campaign_id {
+        campaign_id(c)?;
+    }
+    let s = Submission {
+        id: String::new(),
+        campaign_id: body.campaign_id,
+        kind,
+        name,
+        email: mail,
+        phone: tel,
+        message,
+        fields,
+        status: "received".into(),
+        created_at: 0,
+    };
+    let created = state
+        .store
+        .create_submission(&caller.account_id, s, audit(&caller, "submission.created", "submission"))
+        .await
+        .map_err(|e| match e {
+            crate::store::StoreError::NotFound => ApiError::not_found("campaign"),
+            other => other.into(),
+        })?;
+    Ok(ApiResponse::created(created.into()))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ListParams {
+    /// volunteer, vendor or partner.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub campaign_id: Option<String>,
+    pub page: Option<String>,
+    pub limit: Option<String>,
+}
+
+/// GET /api/white-label/v1/submissions — Signed — submissions:write
+#[utoipa::path(
+    get, path = "/api/white-label/v1/submissions", tag = "submissions", security(("signed" = [])),
+    params(ListParams),
+    responses((status = 200, body = ListEnvelope<SubmissionOut>), (status = 400, body = ErrorEnvelope))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Signed<scope::SubmissionsWrite>,
+    ApiQuery(q): ApiQuery<ListParams>,
+) -> ApiResult<Vec<SubmissionOut>> {
+    let mut details = Vec::new();
+    let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
+    let kind = match q.kind.as_deref().map(|k| parse_kind("type", k)) {
+        Some(Ok(k)) => Some(k),
+        Some(Err(e)) => {
+            push_domain(&mut details, e)?;
+            None
+        }
+        None => None,
+    };
+    reject_if_any(details)?;
+    if let Some(c) = &q.campaign_id {
+        if !state.store.campaign_exists(&caller.account_id, campaign_id(c)?).await? {
+            return Err(ApiError::not_found("campaign"));
+        }
+    }
+    let (items, total) = state
+        .store
+        .list_submissions(&caller.account_id, &SubmissionQuery { kind, campaign_id: q.campaign_id, page, limit })
+        .await?;
+    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), pagination(page, limit, total)))
+}

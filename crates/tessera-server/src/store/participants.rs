@@ -1,0 +1,181 @@
+//! Voting participants (nominees).
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::audit::{record, Audit};
+use super::query::{contains_pattern, offset, Arg, Filter};
+use super::{unique_to_conflict, Store, StoreError, StoreResult};
+use crate::domain::new_id;
+use crate::domain::participants::generated_code;
+use crate::domain::time::now_ms;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Participant {
+    pub id: String,
+    pub campaign_id: String,
+    pub name: String,
+    pub code: String,
+    pub description: Option<String>,
+    pub image_url: Option<String>,
+    pub status: String,
+    pub votes: i64,
+    pub created_at: i64,
+}
+
+pub struct NewParticipant {
+    pub name: String,
+    pub code: Option<String>,
+    pub description: Option<String>,
+    pub image_url: Option<String>,
+    pub status: String,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct ParticipantQuery {
+    pub campaign_id: Option<String>,
+    pub search: Option<String>,
+    pub status: Option<String>,
+    pub page: u32,
+    pub limit: u32,
+}
+
+const COLUMNS: &str = "id, campaign_id, name, code, description, image_url, status, votes, created_at";
+
+fn from_row(r: &AnyRow) -> StoreResult<Participant> {
+    Ok(Participant {
+        id: r.try_get("id")?,
+        campaign_id: r.try_get("campaign_id")?,
+        name: r.try_get("name")?,
+        code: r.try_get("code")?,
+        description: r.try_get("description")?,
+        image_url: r.try_get("image_url")?,
+        status: r.try_get("status")?,
+        votes: r.try_get("votes")?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+impl Store {
+    /// Adds a nominee to a voting campaign; without a code it gets the next free `NNN`.
+    pub async fn create_participant(
+        &self,
+        account_id: &str,
+        campaign_id: &str,
+        p: NewParticipant,
+        audit: Audit<'_>,
+    ) -> StoreResult<Participant> {
+        let now = now_ms();
+        let mut tx = self.writer().begin().await?;
+        let counted = sqlx::query(
+            "UPDATE campaigns SET participant_count = participant_count + 1, updated_at = $1 \
+             WHERE account_id = $2 AND id = $3 AND campaign_type = 'voting' AND status <> 'archived' RETURNING participant_count",
+        )
+        .bind(now)
+        .bind(account_id)
+        .bind(campaign_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(counted) = counted else {
+            let row = sqlx::query("SELECT campaign_type FROM campaigns WHERE account_id = $1 AND id = $2")
+                .bind(account_id)
+                .bind(campaign_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            return Err(match row {
+                None => StoreError::NotFound,
+                Some(r) if r.try_get::<String, _>("campaign_type")? != "voting" => {
+                    StoreError::Conflict("participants belong to voting campaigns only".into())
+                }
+                Some(_) => StoreError::Conflict("the campaign is archived".into()),
+            });
+        };
+        let code = match p.code {
+            Some(c) => c,
+            None => {
+                let mut n: i64 = counted.try_get("participant_count")?;
+                loop {
+                    let c = generated_code(n);
+                    let taken = sqlx::query("SELECT 1 FROM participants WHERE campaign_id = $1 AND code = $2")
+                        .bind(campaign_id)
+                        .bind(&c)
+                        .fetch_optional(&mut *tx)
+                        .await?
+                        .is_some();
+                    if !taken {
+                        break c;
+                    }
+                    n += 1;
+                }
+            }
+        };
+        let id = new_id();
+        sqlx::query(
+            "INSERT INTO participants (id, account_id, campaign_id, name, code, search_text, description, image_url, status, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)",
+        )
+        .bind(&id)
+        .bind(account_id)
+        .bind(campaign_id)
+        .bind(&p.name)
+        .bind(&code)
+        .bind(format!("{}\n{}", p.name.to_lowercase(), code.to_lowercase()))
+        .bind(p.description.as_deref())
+        .bind(p.image_url.as_deref())
+        .bind(&p.status)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| unique_to_conflict(e, "a participant with this code already exists in the campaign"))?;
+        let summary =
+            serde_json::json!({"after": {"campaignId": campaign_id, "name": p.name, "code": code, "status": p.status}});
+        record(&mut tx, account_id, &Audit { entity_id: &id, summary, ..audit }).await?;
+        tx.commit().await?;
+        Ok(Participant {
+            id,
+            campaign_id: campaign_id.into(),
+            name: p.name,
+            code,
+            description: p.description,
+            image_url: p.image_url,
+            status: p.status,
+            votes: 0,
+            created_at: now,
+        })
+    }
+
+    pub async fn list_participants(
+        &self,
+        account_id: &str,
+        q: &ParticipantQuery,
+    ) -> StoreResult<(Vec<Participant>, u64)> {
+        let mut f = Filter::new();
+        f.and("account_id = ?", Arg::Text(account_id.into()));
+        if let Some(c) = &q.campaign_id {
+            f.and("campaign_id = ?", Arg::Text(c.clone()));
+        }
+        if let Some(s) = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            f.and("search_text LIKE ? ESCAPE '\\'", Arg::Text(contains_pattern(&s.to_lowercase())));
+        }
+        if let Some(s) = &q.status {
+            f.and("status = ?", Arg::Text(s.clone()));
+        }
+        let w = f.where_sql();
+        let total: i64 = f
+            .bind(sqlx::query(&format!("SELECT COUNT(*) AS n FROM participants{w}")))
+            .fetch_one(self.reader())
+            .await?
+            .try_get("n")?;
+        let n = f.next();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM participants{w} ORDER BY created_at DESC, id DESC LIMIT ${n} OFFSET ${}",
+            n + 1
+        );
+        let rows = f
+            .bind(sqlx::query(&sql))
+            .bind(i64::from(q.limit))
+            .bind(offset(q.page, q.limit))
+            .fetch_all(self.reader())
+            .await?;
+        Ok((rows.iter().map(from_row).collect::<StoreResult<_>>()?, total.max(0) as u64))
+    }
+}

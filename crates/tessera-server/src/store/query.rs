@@ -1,0 +1,69 @@
+//! A small builder for list queries with optional filters and numbered parameters.
+use sqlx::any::AnyArguments;
+use sqlx::query::Query;
+use sqlx::Any;
+
+pub enum Arg {
+    Text(String),
+    Int(i64),
+}
+
+#[derive(Default)]
+pub struct Filter {
+    clauses: Vec<String>,
+    args: Vec<Arg>,
+}
+
+impl Filter {
+    pub fn new() -> Self {
+        Filter::default()
+    }
+
+    /// Adds a clause; `?` in it is replaced by the next parameter number.
+    pub fn and(&mut self, clause: &str, arg: Arg) -> &mut Self {
+        self.args.push(arg);
+        self.clauses.push(clause.replace('?', &format!("${}", self.args.len())));
+        self
+    }
+
+    pub fn where_sql(&self) -> String {
+        if self.clauses.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", self.clauses.join(" AND "))
+        }
+    }
+
+    /// The next parameter number (for LIMIT/OFFSET after the filters).
+    pub fn next(&self) -> usize {
+        self.args.len() + 1
+    }
+
+    pub fn bind<'q>(&'q self, mut q: Query<'q, Any, AnyArguments<'q>>) -> Query<'q, Any, AnyArguments<'q>> {
+        for a in &self.args {
+            q = match a {
+                Arg::Text(s) => q.bind(s.as_str()),
+                Arg::Int(i) => q.bind(*i),
+            };
+        }
+        q
+    }
+}
+
+/// A `LIKE` pattern matching `needle` anywhere, with `%`, `_` and `\` escaped.
+pub fn contains_pattern(needle: &str) -> String {
+    let mut p = String::from("%");
+    for c in needle.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            p.push('\\');
+        }
+        p.push(c);
+    }
+    p.push('%');
+    p
+}
+
+/// One page: offset from 1-based page and limit.
+pub fn offset(page: u32, limit: u32) -> i64 {
+    i64::from(page.saturating_sub(1)) * i64::from(limit)
+}

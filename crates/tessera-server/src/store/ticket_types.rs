@@ -1,0 +1,254 @@
+//! Ticket types. Creation counts them on the campaign row with a conditional update, so
+//! "bootstrap only while the campaign has none" holds under concurrency on both databases.
+use serde_json::Value;
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::audit::{record, Audit};
+use super::query::{offset, Arg, Filter};
+use super::{Store, StoreError, StoreResult};
+use crate::domain::new_id;
+use crate::domain::ticket_types::NewTicketType;
+use crate::domain::time::now_ms;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TicketType {
+    pub id: String,
+    pub campaign_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub kind: String,
+    pub price: i64,
+    pub quantity_available: i64,
+    pub quantity_sold: i64,
+    pub quantity_held: i64,
+    pub max_per_person: i64,
+    pub status: String,
+    pub required_attendee_fields: Value,
+    pub created_at: i64,
+}
+
+const COLUMNS: &str =
+    "t.id, t.campaign_id, t.name, t.description, t.ticket_type, t.price, t.quantity_available, t.quantity_sold, \
+    t.quantity_held, t.max_per_person, t.status, t.required_attendee_fields, t.created_at";
+
+fn from_row(r: &AnyRow) -> StoreResult<TicketType> {
+    let fields: String = r.try_get("required_attendee_fields")?;
+    Ok(TicketType {
+        id: r.try_get("id")?,
+        campaign_id: r.try_get("campaign_id")?,
+        name: r.try_get("name")?,
+        description: r.try_get("description")?,
+        kind: r.try_get("ticket_type")?,
+        price: r.try_get("price")?,
+        quantity_available: r.try_get("quantity_available")?,
+        quantity_sold: r.try_get("quantity_sold")?,
+        quantity_held: r.try_get("quantity_held")?,
+        max_per_person: r.try_get("max_per_person")?,
+        status: r.try_get("status")?,
+        required_attendee_fields: serde_json::from_str(&fields)
+            .map_err(|_| StoreError::Corrupt("attendee fields".into()))?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+/// Which ticket types a public list shows.
+#[derive(Debug, Default, Clone)]
+pub struct TicketTypeQuery {
+    pub campaign_id: Option<String>,
+    pub page: u32,
+    pub limit: u32,
+}
+
+async fn insert(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+    campaign_id: &str,
+    t: &NewTicketType,
+    now: i64,
+) -> StoreResult<TicketType> {
+    let id = new_id();
+    sqlx::query(
+        "INSERT INTO ticket_types (id, account_id, campaign_id, name, description, ticket_type, price, quantity_available, \
+         max_per_person, status, required_attendee_fields, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)",
+    )
+    .bind(&id)
+    .bind(account_id)
+    .bind(campaign_id)
+    .bind(&t.name)
+    .bind(t.description.as_deref())
+    .bind(&t.kind)
+    .bind(t.price)
+    .bind(t.quantity_available)
+    .bind(t.max_per_person)
+    .bind(&t.status)
+    .bind(t.required_attendee_fields.to_string())
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(TicketType {
+        id,
+        campaign_id: campaign_id.into(),
+        name: t.name.clone(),
+        description: t.description.clone(),
+        kind: t.kind.clone(),
+        price: t.price,
+        quantity_available: t.quantity_available,
+        quantity_sold: 0,
+        quantity_held: 0,
+        max_per_person: t.max_per_person,
+        status: t.status.clone(),
+        required_attendee_fields: t.required_attendee_fields.clone(),
+        created_at: now,
+    })
+}
+
+/// Why the campaign refused ticket types: absent (404) or a conflict (409).
+async fn refusal(conn: &mut sqlx::AnyConnection, account_id: &str, campaign_id: &str, bootstrap: bool) -> StoreError {
+    let row =
+        sqlx::query("SELECT campaign_type, status, ticket_type_count FROM campaigns WHERE account_id = $1 AND id = $2")
+            .bind(account_id)
+            .bind(campaign_id)
+            .fetch_optional(conn)
+            .await;
+    match row {
+        Ok(None) => StoreError::NotFound,
+        Ok(Some(r)) => {
+            let kind: String = r.try_get("campaign_type").unwrap_or_default();
+            let status: String = r.try_get("status").unwrap_or_default();
+            if kind != "ticketing" {
+                StoreError::Conflict("ticket types belong to ticketing campaigns only".into())
+            } else if status == "archived" {
+                StoreError::Conflict("the campaign is archived".into())
+            } else if bootstrap {
+                StoreError::Conflict(
+                    "the campaign already has ticket types; bootstrap only sets up an empty campaign".into(),
+                )
+            } else {
+                StoreError::Conflict("the campaign changed; retry".into())
+            }
+        }
+        Err(e) => e.into(),
+    }
+}
+
+impl Store {
+    pub async fn create_ticket_type(
+        &self,
+        account_id: &str,
+        campaign_id: &str,
+        t: &NewTicketType,
+        audit: Audit<'_>,
+    ) -> StoreResult<TicketType> {
+        let now = now_ms();
+        let mut tx = self.writer().begin().await?;
+        let n = sqlx::query(
+            "UPDATE campaigns SET ticket_type_count = ticket_type_count + 1, updated_at = $1 \
+             WHERE account_id = $2 AND id = $3 AND campaign_type = 'ticketing' AND status <> 'archived'",
+        )
+        .bind(now)
+        .bind(account_id)
+        .bind(campaign_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if n == 0 {
+            return Err(refusal(&mut tx, account_id, campaign_id, false).await);
+        }
+        let created = insert(&mut tx, account_id, campaign_id, t, now).await?;
+        let summary = serde_json::json!({"after": {"campaignId": campaign_id, "name": created.name, "price": created.price, "quantity_available": created.quantity_available}});
+        record(&mut tx, account_id, &Audit { entity_id: &created.id, summary, ..audit }).await?;
+        tx.commit().await?;
+        Ok(created)
+    }
+
+    /// Creates all of `types` at once, only while the campaign has none (D3.6).
+    pub async fn bootstrap_ticket_types(
+        &self,
+        account_id: &str,
+        campaign_id: &str,
+        types: &[NewTicketType],
+        audit: Audit<'_>,
+    ) -> StoreResult<Vec<TicketType>> {
+        let now = now_ms();
+        let mut tx = self.writer().begin().await?;
+        let n = sqlx::query(
+            "UPDATE campaigns SET ticket_type_count = $1, updated_at = $2 \
+             WHERE account_id = $3 AND id = $4 AND campaign_type = 'ticketing' AND status <> 'archived' AND ticket_type_count = 0",
+        )
+        .bind(types.len() as i64)
+        .bind(now)
+        .bind(account_id)
+        .bind(campaign_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if n == 0 {
+            return Err(refusal(&mut tx, account_id, campaign_id, true).await);
+        }
+        let mut created = Vec::with_capacity(types.len());
+        for t in types {
+            created.push(insert(&mut tx, account_id, campaign_id, t, now).await?);
+        }
+        let names: Vec<&str> = created.iter().map(|t| t.name.as_str()).collect();
+        let summary = serde_json::json!({"after": {"ticketTypes": names}});
+        record(&mut tx, account_id, &Audit { entity_id: campaign_id, summary, ..audit }).await?;
+        tx.commit().await?;
+        Ok(created)
+    }
+
+    /// Active ticket types of approved campaigns (what browsers may see), newest first.
+    pub async fn list_public_ticket_types(
+        &self,
+        account_id: &str,
+        q: &TicketTypeQuery,
+    ) -> StoreResult<(Vec<TicketType>, u64)> {
+        let mut f = Filter::new();
+        f.and("t.account_id = ?", Arg::Text(account_id.into()));
+        f.and("t.status = ?", Arg::Text("active".into()));
+        f.and("c.status = ?", Arg::Text("approved".into()));
+        if let Some(c) = &q.campaign_id {
+            f.and("t.campaign_id = ?", Arg::Text(c.clone()));
+        }
+        let w = f.where_sql();
+        let from = "FROM ticket_types t JOIN campaigns c ON c.id = t.campaign_id";
+        let total: i64 = f
+            .bind(sqlx::query(&format!("SELECT COUNT(*) AS n {from}{w}")))
+            .fetch_one(self.reader())
+            .await?
+            .try_get("n")?;
+        let n = f.next();
+        let sql =
+            format!("SELECT {COLUMNS} {from}{w} ORDER BY t.created_at DESC, t.id DESC LIMIT ${n} OFFSET ${}", n + 1);
+        let rows = f
+            .bind(sqlx::query(&sql))
+            .bind(i64::from(q.limit))
+            .bind(offset(q.page, q.limit))
+            .fetch_all(self.reader())
+            .await?;
+        Ok((rows.iter().map(from_row).collect::<StoreResult<_>>()?, total.max(0) as u64))
+    }
+
+    /// Active ticket types of the given campaigns, oldest first (storefront order).
+    pub async fn active_ticket_types_of(
+        &self,
+        account_id: &str,
+        campaign_ids: &[String],
+    ) -> StoreResult<Vec<TicketType>> {
+        if campaign_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders: Vec<String> = (0..campaign_ids.len()).map(|i| format!("${}", i + 2)).collect();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM ticket_types t WHERE t.account_id = $1 AND t.status = 'active' AND t.campaign_id IN ({}) \
+             ORDER BY t.created_at, t.id",
+            placeholders.join(", ")
+        );
+        let mut q = sqlx::query(&sql).bind(account_id);
+        for id in campaign_ids {
+            q = q.bind(id.as_str());
+        }
+        q.fetch_all(self.reader()).await?.iter().map(from_row).collect()
+    }
+}
