@@ -47,6 +47,9 @@ enum Command {
         /// JSON body, sent and signed byte for byte.
         #[arg(long)]
         data: Option<String>,
+        /// Print only this field of a successful answer, e.g. data.id.
+        #[arg(long)]
+        field: Option<String>,
     },
     /// Print the OpenAPI 3.1 document.
     Openapi,
@@ -312,13 +315,15 @@ async fn main() -> ExitCode {
             }
         },
         Command::Admin { command } => run_admin(&cfg, command).await,
-        Command::Call { method, path, data } => match call::run(&method, &path, data.as_deref()).await {
-            Ok(code) => ExitCode::from(code as u8),
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                ExitCode::from(2)
+        Command::Call { method, path, data, field } => {
+            match call::run(&method, &path, data.as_deref(), field.as_deref()).await {
+                Ok(code) => ExitCode::from(code as u8),
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::from(2)
+                }
             }
-        },
+        }
         Command::Openapi => match tessera_server::http::openapi().to_pretty_json() {
             Ok(s) => {
                 println!("{s}");

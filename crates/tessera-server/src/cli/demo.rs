@@ -38,6 +38,7 @@ pub fn banner(keys: &Value, base_url: &str, exe: &str) -> String {
     format!(
         "\nDemo account \"{SLUG}\" (domain localhost)\n  public key : {pk}\n  private key: {prv}\n\n\
          Try it (in another terminal):\n  TESSERA_URL={base_url} TESSERA_KEY_ID={kid} TESSERA_KEY_SECRET={sec} {exe} call GET /api/white-label/v1/context\n\n\
+         Or set these once for the README tour:\n  export TESSERA_URL={base_url} TESSERA_KEY_ID={kid} TESSERA_KEY_SECRET={sec} TESSERA_PUBLIC_KEY={pk}\n\n\
          Public read from a browser-side client:\n  curl -s {base_url}/api/white-label/v1/config -H 'x-white-label-domain: localhost' -H 'x-white-label-key: {pk}'\n",
         pk = s(public, "key"),
         prv = s(private, "key"),
