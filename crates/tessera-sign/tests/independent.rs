@@ -209,3 +209,65 @@ fn the_python_and_node_checkers_fail_on_a_tampered_vector() {
         }
     }
 }
+
+/// The fenced block of `lang` in the README's "Signing by hand" section.
+fn readme_block(lang: &str) -> String {
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).expect("README.md");
+    let section = readme.split("## Signing by hand").nth(1).expect("README has a 'Signing by hand' section");
+    let fence = format!("```{lang}\n");
+    let start = section.find(&fence).unwrap_or_else(|| panic!("no {lang} block in 'Signing by hand'")) + fence.len();
+    let len = section[start..].find("```").expect("closed block");
+    section[start..start + len].to_string()
+}
+
+#[test]
+fn the_readme_openssl_line_reproduces_every_published_signature() {
+    let line = readme_block("sh");
+    let vectors: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(vectors_path()).expect("vectors")).expect("json");
+    for v in vectors["vectors"].as_array().expect("list") {
+        let s = |k: &str| v[k].as_str().expect(k).to_string();
+        let body = if s("body").is_empty() { "{}".to_string() } else { s("body") };
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&line)
+            .env("ts", s("timestamp"))
+            .env("method", s("method"))
+            .env("path", s("path"))
+            .env("body", body)
+            .env("secret", s("secret"))
+            .output()
+            .expect("bash runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), s("signature"), "{}", s("name"));
+    }
+}
+
+#[test]
+fn the_readme_python_snippet_reproduces_every_published_signature() {
+    let harness = "\nimport json, sys\nfor v in json.load(open(sys.argv[1], encoding='utf-8'))['vectors']:\n    got = sign(v['secret'], v['timestamp'], v['method'], v['path'], v['body'].encode())\n    assert got == v['signature'], v['name']\nprint('ok')\n";
+    let dir = std::env::temp_dir().join(format!("tessera-readme-py-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let file = dir.join("readme_sign.py");
+    std::fs::write(&file, readme_block("python") + harness).expect("write");
+    let out =
+        std::process::Command::new("python3").arg(&file).arg(vectors_path()).output().expect("python3 is required");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
+
+#[test]
+fn the_readme_node_snippet_reproduces_every_published_signature() {
+    if std::process::Command::new("node").arg("--version").output().is_err() {
+        eprintln!("node not on PATH; README Node snippet check skipped");
+        return;
+    }
+    let harness = "\nimport { readFileSync } from 'node:fs';\nfor (const v of JSON.parse(readFileSync(process.argv[2], 'utf8')).vectors) {\n  if (sign(v.secret, v.timestamp, v.method, v.path, v.body) !== v.signature) { console.error('MISMATCH ' + v.name); process.exit(1); }\n}\nconsole.log('ok');\n";
+    let dir = std::env::temp_dir().join(format!("tessera-readme-js-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let file = dir.join("readme_sign.mjs");
+    std::fs::write(&file, readme_block("js") + harness).expect("write");
+    let out = std::process::Command::new("node").arg(&file).arg(vectors_path()).output().expect("node runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
