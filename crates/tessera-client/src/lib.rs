@@ -110,6 +110,12 @@ impl RawResponse {
 }
 
 /// The signing client. Cheap to clone; share one per process.
+///
+/// The server accepts each signature once (D2.6). Two identical requests (same method, path and
+/// body) signed in the same millisecond carry the same signature, so the second is refused with
+/// 401 `replayed_request` before anything runs. [`Client::send_raw`] then signs it again with a
+/// fresh timestamp and nonce (up to [`REPLAY_RETRIES`] times): the server executed nothing, so
+/// this sends the request the caller asked for exactly once.
 #[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
@@ -118,6 +124,9 @@ pub struct Client {
     secret: std::sync::Arc<SecretString>,
     domain: Option<String>,
 }
+
+/// How many times a request refused as a replay is signed again.
+pub const REPLAY_RETRIES: usize = 5;
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -202,6 +211,8 @@ impl Client {
     }
 
     /// Signs and sends `body` (raw bytes, sent exactly as signed) and returns the raw answer.
+    /// A 401 `replayed_request` (an identical request signed in the same millisecond) is signed
+    /// again and resent; see [`Client`].
     pub async fn send_raw(
         &self,
         method: Method,
@@ -209,16 +220,28 @@ impl Client {
         body: Vec<u8>,
         extra: Option<HeaderMap>,
     ) -> Result<RawResponse, Error> {
-        let mut headers = self.signed_headers(&method, path, &body)?;
-        if let Some(extra) = extra {
-            headers.extend(extra);
-        }
         let url = format!("{}{}", self.base_url, path);
-        let resp = self.http.request(method, url).headers(headers).body(body).send().await?;
-        let status = resp.status().as_u16();
-        let headers = resp.headers().clone();
-        let body = resp.bytes().await?.to_vec();
-        Ok(RawResponse { status, headers, body })
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut headers = self.signed_headers(&method, path, &body)?;
+            if let Some(extra) = &extra {
+                headers.extend(extra.clone());
+            }
+            let resp = self.http.request(method.clone(), &url).headers(headers).body(body.clone()).send().await?;
+            let status = resp.status().as_u16();
+            let headers = resp.headers().clone();
+            let bytes = resp.bytes().await?.to_vec();
+            let raw = RawResponse { status, headers, body: bytes };
+            if status == 401 && attempt <= REPLAY_RETRIES && raw.json()["code"] == "replayed_request" {
+                // Spread the resends over a few milliseconds so that identical requests refused
+                // together do not collide again.
+                let wait = rand::thread_rng().next_u32() % 4 + 1;
+                tokio::time::sleep(Duration::from_millis(u64::from(wait) * attempt as u64)).await;
+                continue;
+            }
+            return Ok(raw);
+        }
     }
 
     /// Signs and sends a JSON request and decodes the envelope.

@@ -119,8 +119,7 @@ async fn maintenance(state: AppState, cancel: CancellationToken) {
         let now = now_ms();
         if now - last_purge >= 30_000 {
             state.replay.purge(now);
-            state.guards.per_account.retain_recent();
-            state.guards.per_ip.retain_recent();
+            state.guards.retain_recent();
             last_purge = now;
         }
     }

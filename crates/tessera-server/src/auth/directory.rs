@@ -29,6 +29,7 @@ pub struct AuthKey {
     pub info: KeyInfo,
     pub secret: KeySecret,
     pub account_status: AccountStatus,
+    pub rate_limit_per_minute: Option<u32>,
 }
 
 impl AuthKey {
@@ -106,7 +107,12 @@ impl KeyDirectory {
             (None, Some(hash)) => KeySecret::Hash(hash.clone()),
             (None, None) => return Err(StoreError::Corrupt(format!("key {key_id} has no secret"))),
         };
-        let key = Arc::new(AuthKey { info: row.info, secret, account_status: row.account_status });
+        let key = Arc::new(AuthKey {
+            info: row.info,
+            secret,
+            account_status: row.account_status,
+            rate_limit_per_minute: row.rate_limit_per_minute,
+        });
         // Cache only if nothing changed while we read, so a concurrent refresh is never undone.
         if self.generation.load(Ordering::Acquire) == generation {
             let mut keys = self.keys.write().unwrap_or_else(|p| p.into_inner());

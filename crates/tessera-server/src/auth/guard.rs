@@ -155,6 +155,10 @@ pub struct Guards {
     pub per_account: Limiter<String>,
     pub per_ip: Limiter<IpAddr>,
     pub failures: FailureGuard,
+    account_rate: u32,
+    account_burst: u32,
+    /// Limiters for accounts that set a tighter `security.rateLimitPerMinute`, one per rate.
+    tighter: Mutex<HashMap<u32, std::sync::Arc<Limiter<String>>>>,
 }
 
 impl Guards {
@@ -163,6 +167,37 @@ impl Guards {
             per_account: Limiter::per_minute(cfg.rate_limit_per_account, cfg.rate_limit_per_account_burst),
             per_ip: Limiter::per_minute(cfg.rate_limit_per_ip, cfg.rate_limit_per_ip_burst),
             failures: FailureGuard::new(cfg),
+            account_rate: cfg.rate_limit_per_account,
+            account_burst: cfg.rate_limit_per_account_burst,
+            tighter: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Counts one request of an account. An account may set its own limit in `security`
+    /// settings, but only a tighter one: an override at or above the platform limit (or with the
+    /// platform limit off) changes nothing.
+    pub fn check_account(
+        &self,
+        account_id: &String,
+        own_per_minute: Option<u32>,
+    ) -> Result<Option<LimitInfo>, LimitInfo> {
+        let tighter = own_per_minute.filter(|own| *own > 0 && self.account_rate > 0 && *own < self.account_rate);
+        let Some(rate) = tighter else { return self.per_account.check(account_id) };
+        let limiter = {
+            let mut map = self.tighter.lock().unwrap_or_else(|p| p.into_inner());
+            map.entry(rate)
+                .or_insert_with(|| std::sync::Arc::new(Limiter::per_minute(rate, self.account_burst.min(rate))))
+                .clone()
+        };
+        limiter.check(account_id)
+    }
+
+    /// Forgets idle keys in every limiter.
+    pub fn retain_recent(&self) {
+        self.per_account.retain_recent();
+        self.per_ip.retain_recent();
+        for l in self.tighter.lock().unwrap_or_else(|p| p.into_inner()).values() {
+            l.retain_recent();
         }
     }
 }

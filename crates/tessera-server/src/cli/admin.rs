@@ -147,6 +147,7 @@ pub async fn key_create(
         (KeyKind::Campaign, Some(id)) if !store.campaign_exists(&acct.id, id).await? => {
             return Err(not_found("campaign of this account", id))
         }
+        (KeyKind::Campaign, Some(_)) => {}
         (_, Some(_)) => return Err(DomainError::field("campaign", "only campaign keys take --campaign").into()),
         _ => {}
     }

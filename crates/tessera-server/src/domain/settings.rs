@@ -278,6 +278,13 @@ pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
                 }
             }
         }
+        "security" => {
+            if let Some(n) = o.get("rateLimitPerMinute") {
+                if !n.as_u64().is_some_and(|n| (1..=1_000_000).contains(&n)) {
+                    v.fail("rateLimitPerMinute", "must be a whole number from 1 to 1000000 (requests per minute; it can only tighten the platform limit)");
+                }
+            }
+        }
         "branding" => {
             v.string(o, "platformName", "", 255);
             v.url(o, "logoUrl", "");

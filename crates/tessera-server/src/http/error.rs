@@ -128,6 +128,16 @@ impl ApiError {
         e.headers.push((HeaderName::from_static("retry-after"), HeaderValue::from(info.reset_secs)));
         e
     }
+    /// 429 for an authentication block: `Retry-After` only.
+    pub fn blocked(retry_after_secs: u64) -> Self {
+        let mut e = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "too many failed authentication attempts; blocked for a while",
+        );
+        e.headers.push((HeaderName::from_static("retry-after"), HeaderValue::from(retry_after_secs)));
+        e
+    }
     /// A 500; the cause goes to the log under the request id, the client sees nothing of it.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(request_id = %request_id(), error = %cause, "internal error");

@@ -38,6 +38,8 @@ pub struct Caller {
     pub scheme: Scheme,
     /// The approved domain the request named, if any.
     pub domain: Option<String>,
+    /// The account's own tighter request limit, from `security` settings.
+    pub rate_limit_per_minute: Option<u32>,
 }
 
 impl Caller {
@@ -108,7 +110,7 @@ fn admit(parts: &mut Parts, state: &AppState, accept: &[Scheme], required: Scope
     if !caller.scopes.contains_all(required) {
         return Err(ApiError::insufficient_scope(&caller.scopes.missing(required)));
     }
-    match state.guards.per_account.check(&caller.account_id) {
+    match state.guards.check_account(&caller.account_id, caller.rate_limit_per_minute) {
         Ok(info) => {
             if let (Some(info), Some(slot)) = (info, parts.extensions.get::<RateSlot>()) {
                 *slot.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(info);

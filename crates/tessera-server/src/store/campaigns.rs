@@ -42,6 +42,9 @@ pub struct CampaignQuery {
     pub limit: u32,
 }
 
+/// The message of a lost optimistic race (retried, never shown unless retries run out).
+const RACE: &str = "the campaign changed while this update ran; retry";
+
 const COLUMNS: &str = "id, title, slug, description, campaign_type, status, start_date, end_date, vote_price, \
     verification_required, metadata, ticket_type_count, participant_count, created_at, updated_at";
 
@@ -81,14 +84,32 @@ pub fn summary(c: &Campaign) -> Value {
 }
 
 impl Store {
-    /// Creates a campaign. A slug made from the title gets `-2`, `-3`, … when taken; a slug the
-    /// caller chose that is taken is a conflict.
+    /// Creates a campaign. A slug made from the title gets `-2`, `-3`, … when taken (retrying
+    /// if a concurrent create took the same one); a slug the caller chose that is taken is a
+    /// conflict.
     pub async fn create_campaign(
+        &self,
+        account_id: &str,
+        c: Campaign,
+        slug_chosen: bool,
+        audit: Audit<'_>,
+    ) -> StoreResult<Campaign> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.try_create_campaign(account_id, c.clone(), slug_chosen, &audit).await {
+                Err(StoreError::Conflict(_)) if !slug_chosen && attempt < 8 => continue,
+                other => return other,
+            }
+        }
+    }
+
+    async fn try_create_campaign(
         &self,
         account_id: &str,
         mut c: Campaign,
         slug_chosen: bool,
-        audit: Audit<'_>,
+        audit: &Audit<'_>,
     ) -> StoreResult<Campaign> {
         let mut tx = self.writer().begin().await?;
         if !slug_chosen {
@@ -135,12 +156,13 @@ impl Store {
         .execute(&mut *tx)
         .await
         .map_err(|e| unique_to_conflict(e, "a campaign with this slug already exists"))?;
-        record(
-            &mut tx,
-            account_id,
-            &Audit { entity_id: &c.id, summary: serde_json::json!({"after": summary(&c)}), ..audit },
-        )
-        .await?;
+        let entry = Audit {
+            entity_id: &c.id,
+            summary: serde_json::json!({"after": summary(&c)}),
+            request_id: audit.request_id.clone(),
+            ..*audit
+        };
+        record(&mut tx, account_id, &entry).await?;
         tx.commit().await?;
         Ok(c)
     }
@@ -167,13 +189,31 @@ impl Store {
 
     /// Applies `change` to the current campaign and writes the result, in one transaction.
     /// The write is conditional on the row being unchanged since it was read, so two concurrent
-    /// updates cannot both pass the state machine from the same state.
+    /// updates cannot both pass the state machine from the same state; the one that loses the
+    /// race is judged again against the row as the winner left it.
     pub async fn update_campaign(
         &self,
         account_id: &str,
         id: &str,
-        change: impl FnOnce(&Campaign) -> Result<Campaign, DomainError>,
+        change: impl Fn(&Campaign) -> Result<Campaign, DomainError>,
         audit: Audit<'_>,
+    ) -> Result<Campaign, UpdateError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.try_update_campaign(account_id, id, &change, &audit).await {
+                Err(UpdateError::Store(StoreError::Conflict(m))) if m == RACE && attempt < 8 => continue,
+                other => return other,
+            }
+        }
+    }
+
+    async fn try_update_campaign(
+        &self,
+        account_id: &str,
+        id: &str,
+        change: &impl Fn(&Campaign) -> Result<Campaign, DomainError>,
+        audit: &Audit<'_>,
     ) -> Result<Campaign, UpdateError> {
         let mut tx = self.writer().begin().await.map_err(StoreError::from)?;
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM campaigns WHERE account_id = $1 AND id = $2"))
@@ -213,11 +253,12 @@ impl Store {
         .map_err(|e| unique_to_conflict(e, "a campaign with this slug already exists"))?
         .rows_affected();
         if n == 0 {
-            return Err(StoreError::Conflict("the campaign changed while this update ran; retry".into()).into());
+            return Err(StoreError::Conflict(RACE.into()).into());
         }
         let action = if before.status != after.status { "campaign.status_changed" } else { "campaign.updated" };
         let summary = serde_json::json!({"before": summary(&before), "after": summary(&after)});
-        record(&mut tx, account_id, &Audit { action, entity_id: id, summary, ..audit }).await?;
+        let entry = Audit { action, entity_id: id, summary, request_id: audit.request_id.clone(), ..*audit };
+        record(&mut tx, account_id, &entry).await?;
         tx.commit().await.map_err(StoreError::from)?;
         Ok(after)
     }

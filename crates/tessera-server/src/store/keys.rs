@@ -30,6 +30,8 @@ pub struct AuthKeyRow {
     pub secret_hash: Option<String>,
     pub secret_sealed: Option<String>,
     pub account_status: AccountStatus,
+    /// The account's own tighter request limit (`security.rateLimitPerMinute`), if set.
+    pub rate_limit_per_minute: Option<u32>,
 }
 
 /// What `insert_key` stores.
@@ -129,15 +131,22 @@ impl Store {
     /// One indexed read: the key and its account's status.
     pub async fn key_for_auth(&self, key_id: &str) -> StoreResult<Option<AuthKeyRow>> {
         let row = sqlx::query(&format!(
-            "SELECT {COLUMNS}, k.secret_hash, k.secret_sealed, a.status AS account_status \
-             FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_id = $1"
+            "SELECT {COLUMNS}, k.secret_hash, k.secret_sealed, a.status AS account_status, s.config AS security \
+             FROM api_keys k JOIN accounts a ON a.id = k.account_id \
+             LEFT JOIN settings s ON s.account_id = k.account_id AND s.category = 'security' WHERE k.key_id = $1"
         ))
         .bind(key_id)
         .fetch_optional(self.reader())
         .await?;
         let Some(r) = row else { return Ok(None) };
         let status: String = r.try_get("account_status")?;
+        let security: Option<String> = r.try_get("security")?;
+        let rate_limit_per_minute = security
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+            .and_then(|v| v.get("rateLimitPerMinute").and_then(serde_json::Value::as_u64))
+            .and_then(|n| u32::try_from(n).ok());
         Ok(Some(AuthKeyRow {
+            rate_limit_per_minute,
             info: info_from_row(&r)?,
             secret_hash: r.try_get("secret_hash")?,
             secret_sealed: r.try_get("secret_sealed")?,

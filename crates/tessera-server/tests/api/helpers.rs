@@ -108,7 +108,9 @@ fn unique(prefix: &str) -> String {
 fn rand_u32() -> u32 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0));
+    h.write_u64(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0),
+    );
     h.finish() as u32
 }
 
@@ -117,7 +119,8 @@ async fn postgres_schema(base: &str) -> String {
     use sqlx::Executor;
     sqlx::any::install_default_drivers();
     let schema = unique("t").replace('-', "_");
-    let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(base).await.expect("connect to TESSERA_TEST_DATABASE_URL");
+    let mut conn =
+        <sqlx::AnyConnection as sqlx::Connection>::connect(base).await.expect("connect to TESSERA_TEST_DATABASE_URL");
     conn.execute(format!("CREATE SCHEMA {schema}").as_str()).await.expect("create schema");
     let sep = if base.contains('?') { '&' } else { '?' };
     format!("{base}{sep}options=-c%20search_path%3D{schema}")
@@ -187,7 +190,8 @@ impl TestApp {
     /// a public key.
     pub async fn new_account(&self, prefix: &str) -> TestAccount {
         let slug = unique(prefix);
-        let created = admin::account_create(&self.store, &slug, &format!("{slug} Events"), "enabled").await.expect("account");
+        let created =
+            admin::account_create(&self.store, &slug, &format!("{slug} Events"), "enabled").await.expect("account");
         let domain = format!("{slug}.example.com");
         admin::domain_add(&self.store, &slug, &domain, true, true).await.expect("domain");
         let private = self.create_key(&slug, "private", None, ALL_PRIVATE_SCOPES, &[]).await;
@@ -196,7 +200,14 @@ impl TestApp {
         TestAccount { id: created["id"].as_str().expect("id").to_string(), slug, domain, private, public }
     }
 
-    pub async fn create_key(&self, slug: &str, kind: &str, campaign: Option<&str>, scopes: &str, caps: &[&str]) -> TestKey {
+    pub async fn create_key(
+        &self,
+        slug: &str,
+        kind: &str,
+        campaign: Option<&str>,
+        scopes: &str,
+        caps: &[&str],
+    ) -> TestKey {
         let caps: Vec<String> = caps.iter().map(|c| c.to_string()).collect();
         let v = admin::key_create(&self.store, &self.keyring, slug, kind, campaign, scopes, &caps).await.expect("key");
         self.refresh().await;

@@ -3,5 +3,13 @@
 #[macro_use]
 mod helpers;
 
+mod auth;
+mod campaigns;
 mod cli;
 mod foundation;
+mod openapi;
+mod participants;
+mod settings;
+mod storefront;
+mod submissions;
+mod ticket_types;

@@ -4,12 +4,12 @@
 //! written to the store on this path.
 use axum::body::Body;
 use axum::extract::{OriginalUri, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::http::{header, HeaderMap};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::client_ip;
-use super::edge::{origin_host, EXPOSED_HEADERS};
+use super::edge::origin_host;
 use crate::app::AppState;
 use crate::auth::directory::AuthKey;
 use crate::auth::guard::LimitInfo;
@@ -38,11 +38,10 @@ fn valid_nonce(n: &str) -> bool {
     (8..=128).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// 429 for a blocked key/IP pair or a probing IP (D2.9): `Retry-After` only, since no request
+/// budget applies to a block.
 fn blocked(secs: u64) -> ApiError {
-    ApiError::rate_limited(
-        LimitInfo { limit: 0, remaining: 0, reset_secs: secs },
-        "too many failed authentication attempts; blocked for a while",
-    )
+    ApiError::blocked(secs)
 }
 
 fn caller(key: &AuthKey, scheme: Scheme, domain: Option<String>) -> Caller {
@@ -56,12 +55,12 @@ fn caller(key: &AuthKey, scheme: Scheme, domain: Option<String>) -> Caller {
         capabilities: key.info.capabilities.clone(),
         scheme,
         domain,
+        rate_limit_per_minute: key.rate_limit_per_minute,
     }
 }
 
 pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let slot = RateSlot::default();
-    let cors_origin = req.headers().get(header::ORIGIN).cloned();
     let signed = SIGNED_HEADERS.iter().any(|h| req.headers().contains_key(*h));
     let domain_keyed = req.headers().contains_key(KEY_HEADER) || req.headers().contains_key(DOMAIN_HEADER);
     let result = if signed {
@@ -69,9 +68,9 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
     } else if domain_keyed {
         domain_key_request(&state, req).await
     } else {
-        Ok((req, false))
+        Ok(req)
     };
-    let (mut req, domain_keyed) = match result {
+    let mut req = match result {
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };
@@ -82,17 +81,10 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
             resp.headers_mut().insert(k, v);
         }
     }
-    // CORS answers only a browser request whose Origin matched an approved domain.
-    if let (true, Some(origin)) = (domain_keyed, cors_origin) {
-        let h = resp.headers_mut();
-        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-        h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSED_HEADERS));
-        h.insert(header::VARY, HeaderValue::from_static("origin"));
-    }
     resp
 }
 
-async fn signed_request(state: &AppState, req: Request) -> Result<(Request, bool), ApiError> {
+async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiError> {
     let h = req.headers();
     let missing: Vec<&str> =
         SIGNED_HEADERS.iter().copied().filter(|n| header(h, n).is_none_or(str::is_empty)).collect();
@@ -132,16 +124,15 @@ async fn signed_request(state: &AppState, req: Request) -> Result<(Request, bool
         // After a restart the in-memory replay store is empty: refuse what it cannot vouch for.
         return Err(ApiError::stale_timestamp());
     }
-    if let Some(len) =
-        req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok())
-    {
-        if len > state.config.max_body_bytes {
-            return Err(ApiError::payload_too_large(state.config.max_body_bytes));
-        }
-    }
+    let declared =
+        req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
     let target = req.extensions().get::<OriginalUri>().map(|u| u.0.clone()).unwrap_or_else(|| req.uri().clone());
     let path = target.path_and_query().map(|p| p.as_str()).unwrap_or("/").to_string();
     let (parts, body) = req.into_parts();
+    if let Some(len) = declared.filter(|len| *len > state.config.max_body_bytes) {
+        discard_refused_body(body, len, state.config.max_body_bytes).await;
+        return Err(ApiError::payload_too_large(state.config.max_body_bytes));
+    }
     let bytes = axum::body::to_bytes(body, state.config.max_body_bytes)
         .await
         .map_err(|_| ApiError::payload_too_large(state.config.max_body_bytes))?;
@@ -167,7 +158,31 @@ async fn signed_request(state: &AppState, req: Request) -> Result<(Request, bool
     };
     let mut req = Request::from_parts(parts, Body::from(bytes));
     req.extensions_mut().insert(caller(&key, Scheme::Signed, domain));
-    Ok((req, false))
+    Ok(req)
+}
+
+/// Reads and drops the body of a request refused for its declared size before answering 413.
+/// A client is usually still sending when the refusal is ready; closing the connection with
+/// unread data makes the kernel reset it, and the client then loses the 413 (it sees a broken
+/// connection instead). Draining is bounded in bytes (a few times the limit) and in time, so a
+/// huge or slow body costs little: past either bound the connection is simply closed.
+async fn discard_refused_body(body: Body, declared: usize, max_body_bytes: usize) {
+    use axum::body::HttpBody as _;
+    let budget = max_body_bytes.saturating_mul(4);
+    if declared > budget {
+        return;
+    }
+    let mut body = body;
+    let drain = async {
+        let mut seen = 0usize;
+        while seen <= budget {
+            match std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await {
+                Some(Ok(frame)) => seen += frame.data_ref().map_or(0, |d| d.len()),
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), drain).await;
 }
 
 async fn lookup(
@@ -200,7 +215,7 @@ fn approved_domain(state: &AppState, raw: &str, account_id: &str) -> Result<Stri
     }
 }
 
-async fn domain_key_request(state: &AppState, mut req: Request) -> Result<(Request, bool), ApiError> {
+async fn domain_key_request(state: &AppState, mut req: Request) -> Result<Request, ApiError> {
     let h = req.headers();
     let (domain, key) = match (header(h, DOMAIN_HEADER), header(h, KEY_HEADER)) {
         (Some(d), Some(k)) if !d.is_empty() && !k.is_empty() => (d.to_string(), k.to_string()),
@@ -247,5 +262,5 @@ async fn domain_key_request(state: &AppState, mut req: Request) -> Result<(Reque
     }
     let caller = caller(&found, Scheme::DomainKey, Some(host));
     req.extensions_mut().insert(caller);
-    Ok((req, true))
+    Ok(req)
 }

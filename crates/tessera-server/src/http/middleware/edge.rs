@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use super::client_ip;
 use crate::app::AppState;
 use crate::http::error::{rate_limit_headers, ApiError};
+use crate::http::is_domain_key_path;
 
 pub const ALLOWED_HEADERS: &str = "content-type, x-white-label-domain, x-white-label-key, x-request-id";
 pub const EXPOSED_HEADERS: &str = "x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, retry-after";
@@ -28,8 +29,16 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
     if req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD) {
         return preflight(&state, &req);
     }
+    // CORS headers go on every answer of a domain-key route to an approved origin, errors
+    // included, so that a browser can read why it was refused. The auth middleware separately
+    // requires the origin to be the domain the request names.
+    let cors_origin = req
+        .headers()
+        .get(header::ORIGIN)
+        .filter(|o| is_domain_key_path(path) && approved_origin(&state, o.to_str().ok()))
+        .cloned();
     let ip = client_ip(&req, state.config.security.trust_forwarded_for);
-    match state.guards.per_ip.check(&ip) {
+    let mut resp = match state.guards.per_ip.check(&ip) {
         Ok(info) => {
             let mut resp = next.run(req).await;
             if let Some(info) = info {
@@ -41,13 +50,24 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
             resp
         }
         Err(info) => ApiError::rate_limited(info, "too many requests from this address").into_response(),
+    };
+    if let Some(origin) = cors_origin {
+        let h = resp.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSED_HEADERS));
+        h.insert(header::VARY, HeaderValue::from_static("origin"));
     }
+    resp
+}
+
+/// Whether an `Origin` value is a verified domain of some account.
+fn approved_origin(state: &AppState, origin: Option<&str>) -> bool {
+    origin.and_then(origin_host).is_some_and(|h| state.directory.domain_account(&h).is_some())
 }
 
 fn preflight(state: &AppState, req: &Request) -> Response {
     let origin = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok());
-    let approved = crate::http::is_domain_key_path(req.uri().path())
-        && origin.and_then(origin_host).is_some_and(|h| state.directory.domain_account(&h).is_some());
+    let approved = is_domain_key_path(req.uri().path()) && approved_origin(state, origin);
     let Some(origin) = origin.filter(|_| approved) else {
         return ApiError::domain_not_allowed().into_response();
     };

@@ -168,7 +168,12 @@ fn build(input: &CampaignIn, base: Option<&Campaign>) -> Result<(Campaign, bool)
         c.end_date = e;
     }
     let dates_parsed = check.len() == before_dates;
-    if (input.start_date.is_some() || input.end_date.is_some()) && dates_parsed && c.start_date >= c.end_date {
+    let dates_known = !creating || (input.start_date.is_some() && input.end_date.is_some());
+    if (input.start_date.is_some() || input.end_date.is_some())
+        && dates_parsed
+        && dates_known
+        && c.start_date >= c.end_date
+    {
         check.fail("end_date", "must be after start_date");
     }
     if let Some(m) = &input.metadata {

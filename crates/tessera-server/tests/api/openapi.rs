@@ -1,0 +1,249 @@
+//! The OpenAPI 3.1 document: served at `/api/white-label/v1/openapi.json`, printed by
+//! `tessera openapi`, and in step with the live route table both ways (every route of the spec
+//! and the decisions is documented; every documented operation is really served).
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+use tessera_client::Method;
+
+use crate::helpers::{assert_error, raw, spawn, Backend, TestApp};
+
+const DOC: &str = "/api/white-label/v1/openapi.json";
+const V1: &str = "/api/white-label/v1";
+
+/// Every route the spec ("Endpoints") and the decisions (D3.3, D3.6–D3.8, D4.1) give, by method.
+const ROUTES: &[(&str, &str)] = &[
+    ("get", "/api/white-label/v1/context"),
+    ("get", "/api/white-label/v1/campaigns"),
+    ("post", "/api/white-label/v1/campaigns"),
+    ("get", "/api/white-label/v1/campaigns/{campaignId}"),
+    ("patch", "/api/white-label/v1/campaigns/{campaignId}"),
+    ("get", "/api/white-label/v1/ticket-types"),
+    ("post", "/api/white-label/v1/ticket-types"),
+    ("post", "/api/white-label/v1/ticket-types/bootstrap"),
+    ("get", "/api/white-label/v1/participants"),
+    ("post", "/api/white-label/v1/participants"),
+    ("get", "/api/white-label/v1/settings"),
+    ("patch", "/api/white-label/v1/settings/{category}"),
+    ("get", "/api/white-label/v1/storefront"),
+    ("get", "/api/white-label/v1/config"),
+    ("get", "/api/white-label/v1/submissions"),
+    ("post", "/api/white-label/v1/submissions"),
+    ("get", "/healthz"),
+    ("get", "/readyz"),
+];
+
+const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+async fn served_doc(app: &TestApp) -> Value {
+    let r = raw(app.http.get(app.url(DOC)).send().await.expect("send")).await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let ct = r.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+    assert!(ct.starts_with("application/json"), "content-type: {ct}");
+    serde_json::from_slice(&r.body).expect("the document is JSON")
+}
+
+/// Every (method, path) operation of a document.
+fn operations(doc: &Value) -> BTreeSet<(String, String)> {
+    let paths = doc["paths"].as_object().expect("paths object");
+    let mut ops = BTreeSet::new();
+    for (path, item) in paths {
+        for (method, _) in item.as_object().expect("path item object") {
+            if METHODS.contains(&method.as_str()) {
+                ops.insert((method.clone(), path.clone()));
+            }
+        }
+    }
+    ops
+}
+
+/// The `{name}` parameters of a templated path.
+fn path_params(path: &str) -> Vec<String> {
+    path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}'))).map(str::to_string).collect()
+}
+
+/// A concrete request path: `category` becomes `payments`, any other parameter a random UUID.
+fn concrete(path: &str) -> String {
+    path.split('/')
+        .map(|seg| match seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            Some("category") => "payments".to_string(),
+            Some(_) => uuid::Uuid::new_v4().to_string(),
+            None => seg.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Every `$ref` string anywhere in `v`.
+fn refs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                match (k.as_str(), v) {
+                    ("$ref", Value::String(s)) => out.push(s.clone()),
+                    _ => refs(v, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+        _ => {}
+    }
+}
+
+async fn the_document_is_served_as_openapi_3_1_json(b: Backend) {
+    let app = spawn(b).await;
+    let doc = served_doc(&app).await;
+    let version = doc["openapi"].as_str().expect("openapi version string");
+    assert!(version.starts_with("3.1"), "openapi: {version}");
+    assert!(doc["info"]["title"].as_str().is_some_and(|t| !t.is_empty()), "{}", doc["info"]);
+    assert!(doc["info"]["version"].as_str().is_some_and(|t| !t.is_empty()), "{}", doc["info"]);
+    // The document is public: no credentials needed, and no auth error in its place.
+    assert!(doc.get("success").is_none(), "not an envelope");
+}
+
+async fn the_document_lists_every_route_with_its_method(b: Backend) {
+    let app = spawn(b).await;
+    let doc = served_doc(&app).await;
+    let ops = operations(&doc);
+    let missing: Vec<String> = ROUTES
+        .iter()
+        .filter(|(m, p)| !ops.contains(&(m.to_string(), p.to_string())))
+        .map(|(m, p)| format!("{} {p}", m.to_uppercase()))
+        .collect();
+    assert!(missing.is_empty(), "undocumented routes: {missing:?}; documented: {ops:?}");
+}
+
+async fn every_operation_documents_responses_parameters_and_write_bodies(b: Backend) {
+    let app = spawn(b).await;
+    let doc = served_doc(&app).await;
+    for (method, path) in ROUTES {
+        let op = &doc["paths"][*path][*method];
+        let what = format!("{} {path}", method.to_uppercase());
+        let responses = op["responses"].as_object().unwrap_or_else(|| panic!("{what}: responses: {op}"));
+        assert!(!responses.is_empty(), "{what}: at least one response");
+        assert!(responses.keys().any(|s| s.starts_with('2')), "{what}: a success response: {responses:?}");
+        if matches!(*method, "post" | "patch") {
+            let schema = &op["requestBody"]["content"]["application/json"]["schema"];
+            assert!(
+                schema.is_object() && !schema.as_object().is_some_and(|s| s.is_empty()),
+                "{what}: requestBody schema: {op}"
+            );
+        }
+        let params: Vec<&Value> = op["parameters"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
+        for name in path_params(path) {
+            let declared =
+                params.iter().any(|p| p["name"] == name.as_str() && p["in"] == "path" && p["required"] == true);
+            assert!(declared, "{what}: required path parameter {name}: {op}");
+        }
+    }
+}
+
+async fn the_components_hold_both_security_schemes_and_the_error_envelope(b: Backend) {
+    let app = spawn(b).await;
+    let doc = served_doc(&app).await;
+    let schemes = &doc["components"]["securitySchemes"];
+    for name in ["signed", "domainKey"] {
+        assert!(schemes[name].is_object(), "securitySchemes.{name}: {schemes}");
+        assert_eq!(schemes[name]["in"], "header", "{name}: {}", schemes[name]);
+    }
+    assert_eq!(schemes["signed"]["name"], "x-white-label-key-id");
+    assert_eq!(schemes["domainKey"]["name"], "x-white-label-key");
+    let envelope = &doc["components"]["schemas"]["ErrorEnvelope"];
+    assert!(envelope.is_object(), "ErrorEnvelope: {}", doc["components"]["schemas"]);
+    for field in ["success", "error", "code", "requestId", "details"] {
+        assert!(envelope["properties"][field].is_object(), "ErrorEnvelope.{field}: {envelope}");
+    }
+    let required: BTreeSet<&str> =
+        envelope["required"].as_array().expect("required").iter().filter_map(Value::as_str).collect();
+    assert_eq!(required, BTreeSet::from(["success", "error", "code", "requestId"]));
+}
+
+async fn every_version_1_operation_names_a_declared_security_scheme(b: Backend) {
+    let app = spawn(b).await;
+    let doc = served_doc(&app).await;
+    let declared: BTreeSet<String> =
+        doc["components"]["securitySchemes"].as_object().expect("securitySchemes").keys().cloned().collect();
+    for (method, path) in operations(&doc) {
+        let op = &doc["paths"][path.as_str()][method.as_str()];
+        let named: Vec<String> = op["security"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_object).flat_map(|o| o.keys().cloned()).collect())
+            .unwrap_or_default();
+        if path.starts_with(V1) {
+            assert!(!named.is_empty(), "{method} {path} names no security scheme: {op}");
+            for n in &named {
+                assert!(declared.contains(n), "{method} {path} names undeclared scheme {n}");
+            }
+        } else {
+            assert!(named.is_empty(), "{method} {path} is open: {op}");
+        }
+    }
+    let expect_both = &doc["paths"]["/api/white-label/v1/campaigns"]["get"]["security"];
+    let names: BTreeSet<String> = expect_both
+        .as_array()
+        .expect("security")
+        .iter()
+        .filter_map(Value::as_object)
+        .flat_map(|o| o.keys().cloned())
+        .collect();
+    assert_eq!(names, BTreeSet::from(["signed".to_string(), "domainKey".to_string()]), "the list has two forms");
+}
+
+async fn every_schema_reference_resolves(b: Backend) {
+    let app = spawn(b).await;
+    let doc = served_doc(&app).await;
+    let mut found = Vec::new();
+    refs(&doc, &mut found);
+    assert!(!found.is_empty(), "the document uses component schemas");
+    for r in found {
+        let name = r.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("unexpected $ref {r}"));
+        assert!(doc["components"]["schemas"][name].is_object(), "dangling $ref {r}");
+    }
+}
+
+async fn every_documented_operation_is_served(b: Backend) {
+    let app = spawn(b).await;
+    let doc = served_doc(&app).await;
+    let ops = operations(&doc);
+    assert!(ops.len() >= ROUTES.len(), "{ops:?}");
+    for (method, path) in ops {
+        let target = concrete(&path);
+        let m = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+        let mut req = app.http.request(m, app.url(&target));
+        if matches!(method.as_str(), "post" | "patch" | "put") {
+            req = req.header("content-type", "application/json").body("{}");
+        }
+        let r = raw(req.send().await.expect("send")).await;
+        let what = format!("{} {target} (documented as {path})", method.to_uppercase());
+        assert!(r.status != 404 && r.status != 405, "{what}: {} {}", r.status, String::from_utf8_lossy(&r.body));
+        if path.starts_with(V1) {
+            assert_eq!(r.status, 401, "{what} without credentials: {}", String::from_utf8_lossy(&r.body));
+            assert_error(&r, 401, "missing_auth");
+        } else {
+            assert_eq!(r.status, 200, "{what}: {}", String::from_utf8_lossy(&r.body));
+        }
+    }
+}
+
+async fn the_cli_prints_the_same_document_as_the_server_serves(b: Backend) {
+    let app = spawn(b).await;
+    let served = served_doc(&app).await;
+    let out = app.cli(&["openapi"]);
+    assert!(out.status.success(), "exit {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let printed: Value = serde_json::from_slice(&out.stdout).expect("tessera openapi prints JSON");
+    assert_eq!(operations(&printed), operations(&served), "same operations");
+    assert_eq!(printed["paths"], served["paths"], "same paths, operation for operation");
+    assert_eq!(printed["openapi"], served["openapi"]);
+    assert_eq!(printed["components"], served["components"]);
+}
+
+on_both!(
+    the_document_is_served_as_openapi_3_1_json,
+    the_document_lists_every_route_with_its_method,
+    every_operation_documents_responses_parameters_and_write_bodies,
+    the_components_hold_both_security_schemes_and_the_error_envelope,
+    every_version_1_operation_names_a_declared_security_scheme,
+    every_schema_reference_resolves,
+    every_documented_operation_is_served,
+    the_cli_prints_the_same_document_as_the_server_serves,
+);

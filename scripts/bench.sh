@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Load figures for docs/performance.md: builds release, starts a throwaway demo server on
+# loopback, runs the load harness (crates/tessera-server/benches/load.rs) against it, prints the
+# server's memory, and stops it.
+#
+# The server runs with the rate limits and failed-auth blocking turned off
+# (TESSERA_RATE_LIMIT_PER_ACCOUNT=0, TESSERA_RATE_LIMIT_PER_IP=0, TESSERA_AUTH_FAILURE_LIMIT=0):
+# every request of the harness comes from one IP and one key, so with the defaults almost all of
+# them would be answered 429 by the limiter (600/min per IP) or blocked after 10 bad signatures,
+# and the run would measure the limiter's refusal instead of the signature check and the route.
+# The replay store is made large enough for the run (BENCH_REPLAY_CAPACITY, default 64000000;
+# set it empty to keep the server's default of 2000000): the store keeps every entry of one key id
+# in one of its 32 shards, so by default one key can have at most 2000000 / 32 / 2 = 31250 signed
+# requests accepted per clock window (5 minutes), and the harness sends that many in a few
+# seconds; past it every signed request is answered 429 "the server is busy". See
+# docs/performance.md.
+# Logging is at warn: the per-request access log at info would measure log formatting and
+# terminal/file writes rather than the service.
+#
+# The harness runs the three phases (healthz, signed, rejected) BENCH_ROUNDS times in turn and
+# adds the rounds up, so that other work on a shared machine weighs on every phase alike; it
+# also reports the server's CPU time per request (from /proc/<pid>/stat).
+#
+# Settings (environment): BENCH_PORT (18181), BENCH_CONNECTIONS (64), BENCH_DURATION_SECS (10),
+# BENCH_WARMUP_SECS (2), BENCH_ROUNDS (3). Extra arguments go to the harness (e.g. --fixed-path).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PORT=${BENCH_PORT:-18181}
+CONNECTIONS=${BENCH_CONNECTIONS:-64}
+DURATION=${BENCH_DURATION_SECS:-10}
+WARMUP=${BENCH_WARMUP_SECS:-2}
+ROUNDS=${BENCH_ROUNDS:-3}
+REPLAY_CAPACITY=${BENCH_REPLAY_CAPACITY-64000000}
+URL="http://127.0.0.1:$PORT"
+
+echo "== building (release)"
+cargo build --release --quiet
+cargo bench -p tessera-server --bench load --no-run --quiet
+
+data_dir=$(mktemp -d)
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$data_dir"
+}
+trap cleanup EXIT
+
+echo "== machine"
+echo "cpus: $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+echo "kernel: $(uname -sr), $(rustc --version)"
+echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+
+config_args=()
+if [ -n "$REPLAY_CAPACITY" ]; then
+  printf '[security]\nreplay_capacity = %s\n' "$REPLAY_CAPACITY" >"$data_dir/bench.toml"
+  config_args=(--config "$data_dir/bench.toml")
+fi
+
+echo "== starting tessera on $URL (data in $data_dir, limits off, replay capacity ${REPLAY_CAPACITY:-default}, RUST_LOG=warn)"
+TESSERA_RATE_LIMIT_PER_ACCOUNT=0 TESSERA_RATE_LIMIT_PER_IP=0 TESSERA_AUTH_FAILURE_LIMIT=0 RUST_LOG=warn \
+  target/release/tessera "${config_args[@]}" --data-dir "$data_dir" serve --demo --listen "127.0.0.1:$PORT" \
+  >"$data_dir/server.log" 2>&1 &
+server_pid=$!
+
+key=""
+for _ in $(seq 1 300); do
+  key=$(sed -n 's/^ *private key: *//p' "$data_dir/server.log" | head -n 1)
+  [ -n "$key" ] && break
+  if ! kill -0 "$server_pid" 2>/dev/null; then
+    echo "the server exited:" >&2
+    cat "$data_dir/server.log" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+if [ -z "$key" ]; then
+  echo "no demo key in the server's banner after 30 s:" >&2
+  cat "$data_dir/server.log" >&2
+  exit 1
+fi
+key_id=${key%%:*}
+secret=${key#*:}
+echo "demo private key: $key_id"
+echo "server rss at start: $(awk '/VmRSS/ {print $2, $3}' "/proc/$server_pid/status")"
+
+echo "== load (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
+rc=0
+cargo bench -p tessera-server --bench load --quiet -- --url "$URL" --key-id "$key_id" --secret "$secret" \
+  --connections "$CONNECTIONS" --duration-secs "$DURATION" --warmup-secs "$WARMUP" --rounds "$ROUNDS" \
+  --server-pid "$server_pid" "$@" || rc=$?
+echo "load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+echo "== server memory after the run"
+awk '/VmRSS|VmHWM/ {print $1, $2, $3}' "/proc/$server_pid/status"
+kill -TERM "$server_pid"
+wait "$server_pid" 2>/dev/null || true
+server_pid=""
+if grep -qiE 'warn|error' "$data_dir/server.log"; then
+  echo "== server warnings"
+  grep -iE 'warn|error' "$data_dir/server.log" | sed -E 's/\x1b\[[0-9;]*m//g; s/^[0-9T:.Z-]+ +//' |
+    sort | uniq -c | sort -rn | head -n 20
+fi
+exit "$rc"
