@@ -4,7 +4,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::audit::{record, Audit};
-use super::query::{contains_pattern, offset, Arg, Filter};
+use super::query::{contains_pattern, Arg, Filter};
 use super::{unique_to_conflict, Store, StoreError, StoreResult};
 use crate::domain::campaigns::{search_text, CampaignStatus, CampaignType};
 use crate::domain::time::now_ms;
@@ -279,24 +279,7 @@ impl Store {
         if let Some(id) = &q.only_id {
             f.and("id = ?", Arg::Text(id.clone()));
         }
-        let w = f.where_sql();
-        let total: i64 = f
-            .bind(sqlx::query(&format!("SELECT COUNT(*) AS n FROM campaigns{w}")))
-            .fetch_one(self.reader())
-            .await?
-            .try_get("n")?;
-        let n = f.next();
-        let sql = format!(
-            "SELECT {COLUMNS} FROM campaigns{w} ORDER BY created_at DESC, id DESC LIMIT ${n} OFFSET ${}",
-            n + 1
-        );
-        let rows = f
-            .bind(sqlx::query(&sql))
-            .bind(i64::from(q.limit))
-            .bind(offset(q.page, q.limit))
-            .fetch_all(self.reader())
-            .await?;
-        Ok((rows.iter().map(from_row).collect::<StoreResult<_>>()?, total.max(0) as u64))
+        self.page(COLUMNS, "FROM campaigns", "created_at DESC, id DESC", &f, (q.page, q.limit), from_row).await
     }
 }
 

@@ -67,3 +67,30 @@ pub fn contains_pattern(needle: &str) -> String {
 pub fn offset(page: u32, limit: u32) -> i64 {
     i64::from(page.saturating_sub(1)) * i64::from(limit)
 }
+
+impl super::Store {
+    /// One page of `SELECT {columns} {from}` under the filter, newest first by `order`, with the
+    /// total the filter matches.
+    pub(crate) async fn page<T>(
+        &self,
+        columns: &str,
+        from: &str,
+        order: &str,
+        f: &Filter,
+        (page, limit): (u32, u32),
+        map: fn(&sqlx::any::AnyRow) -> super::StoreResult<T>,
+    ) -> super::StoreResult<(Vec<T>, u64)> {
+        use sqlx::Row;
+        let w = f.where_sql();
+        let total: i64 = f
+            .bind(sqlx::query(&format!("SELECT COUNT(*) AS n {from}{w}")))
+            .fetch_one(self.reader())
+            .await?
+            .try_get("n")?;
+        let n = f.next();
+        let sql = format!("SELECT {columns} {from}{w} ORDER BY {order} LIMIT ${n} OFFSET ${}", n + 1);
+        let rows =
+            f.bind(sqlx::query(&sql)).bind(i64::from(limit)).bind(offset(page, limit)).fetch_all(self.reader()).await?;
+        Ok((rows.iter().map(map).collect::<super::StoreResult<_>>()?, total.max(0) as u64))
+    }
+}

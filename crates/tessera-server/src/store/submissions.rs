@@ -4,7 +4,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::audit::{record, Audit};
-use super::query::{offset, Arg, Filter};
+use super::query::{Arg, Filter};
 use super::{Store, StoreError, StoreResult};
 use crate::domain::new_id;
 use crate::domain::time::now_ms;
@@ -102,23 +102,6 @@ impl Store {
         if let Some(c) = &q.campaign_id {
             f.and("campaign_id = ?", Arg::Text(c.clone()));
         }
-        let w = f.where_sql();
-        let total: i64 = f
-            .bind(sqlx::query(&format!("SELECT COUNT(*) AS n FROM submissions{w}")))
-            .fetch_one(self.reader())
-            .await?
-            .try_get("n")?;
-        let n = f.next();
-        let sql = format!(
-            "SELECT {COLUMNS} FROM submissions{w} ORDER BY created_at DESC, id DESC LIMIT ${n} OFFSET ${}",
-            n + 1
-        );
-        let rows = f
-            .bind(sqlx::query(&sql))
-            .bind(i64::from(q.limit))
-            .bind(offset(q.page, q.limit))
-            .fetch_all(self.reader())
-            .await?;
-        Ok((rows.iter().map(from_row).collect::<StoreResult<_>>()?, total.max(0) as u64))
+        self.page(COLUMNS, "FROM submissions", "created_at DESC, id DESC", &f, (q.page, q.limit), from_row).await
     }
 }

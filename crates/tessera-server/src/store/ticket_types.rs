@@ -5,7 +5,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::audit::{record, Audit};
-use super::query::{offset, Arg, Filter};
+use super::query::{Arg, Filter};
 use super::{Store, StoreError, StoreResult};
 use crate::domain::new_id;
 use crate::domain::ticket_types::NewTicketType;
@@ -211,23 +211,8 @@ impl Store {
         if let Some(c) = &q.campaign_id {
             f.and("t.campaign_id = ?", Arg::Text(c.clone()));
         }
-        let w = f.where_sql();
         let from = "FROM ticket_types t JOIN campaigns c ON c.id = t.campaign_id";
-        let total: i64 = f
-            .bind(sqlx::query(&format!("SELECT COUNT(*) AS n {from}{w}")))
-            .fetch_one(self.reader())
-            .await?
-            .try_get("n")?;
-        let n = f.next();
-        let sql =
-            format!("SELECT {COLUMNS} {from}{w} ORDER BY t.created_at DESC, t.id DESC LIMIT ${n} OFFSET ${}", n + 1);
-        let rows = f
-            .bind(sqlx::query(&sql))
-            .bind(i64::from(q.limit))
-            .bind(offset(q.page, q.limit))
-            .fetch_all(self.reader())
-            .await?;
-        Ok((rows.iter().map(from_row).collect::<StoreResult<_>>()?, total.max(0) as u64))
+        self.page(COLUMNS, from, "t.created_at DESC, t.id DESC", &f, (q.page, q.limit), from_row).await
     }
 
     /// Active ticket types of the given campaigns, oldest first (storefront order).

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{audit, campaign_id, pagination, push_domain, reject_if_any, PageParams};
+use super::{audit, campaign_id, optional, pagination, reject_if_any, PageParams};
 use crate::app::AppState;
 use crate::domain::campaigns::{parse_slug, slugify, CampaignStatus, CampaignType};
 use crate::domain::check::{free_object, text, Check};
@@ -322,16 +322,7 @@ pub async fn list(
 ) -> ApiResult<Vec<CampaignOut>> {
     let mut details = Vec::new();
     let (page, limit) = PageParams { page: q.page.clone(), limit: q.limit.clone() }.parse(&mut details);
-    let status = match q.status.as_deref() {
-        Some(s) => match CampaignStatus::parse("status", s) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                push_domain(&mut details, e)?;
-                None
-            }
-        },
-        None => None,
-    };
+    let status = optional(&mut details, q.status.as_deref(), |s| CampaignStatus::parse("status", s))?;
     if q.search.as_ref().is_some_and(|s| s.chars().count() > 255) {
         details.push(crate::http::error::Detail {
             field: "search".into(),

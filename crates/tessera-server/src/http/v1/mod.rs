@@ -98,6 +98,19 @@ pub fn reject_if_any(details: Vec<Detail>) -> Result<(), ApiError> {
     }
 }
 
+/// An optional query filter: parsed when present, its error (if any) added to `details`.
+pub fn optional<T>(
+    details: &mut Vec<Detail>,
+    value: Option<&str>,
+    parse: impl FnOnce(&str) -> Result<T, DomainError>,
+) -> Result<Option<T>, ApiError> {
+    match value.map(parse) {
+        Some(Ok(v)) => Ok(Some(v)),
+        Some(Err(e)) => push_domain(details, e).map(|_| None),
+        None => Ok(None),
+    }
+}
+
 /// Domain errors into details (for handlers that collect errors from several sources).
 pub fn push_domain(details: &mut Vec<Detail>, e: DomainError) -> Result<(), ApiError> {
     match e {

@@ -3,7 +3,7 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{audit, campaign_id, pagination, push_domain, reject_if_any, PageParams};
+use super::{audit, campaign_id, optional, pagination, reject_if_any, PageParams};
 use crate::app::AppState;
 use crate::domain::check::{text, url, Check};
 use crate::domain::participants::{parse_code, parse_status};
@@ -136,14 +136,7 @@ pub async fn list(
 ) -> ApiResult<Vec<ParticipantOut>> {
     let mut details = Vec::new();
     let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
-    let status = match q.status.as_deref().map(|s| parse_status("status", s)) {
-        Some(Ok(s)) => Some(s),
-        Some(Err(e)) => {
-            push_domain(&mut details, e)?;
-            None
-        }
-        None => None,
-    };
+    let status = optional(&mut details, q.status.as_deref(), |s| parse_status("status", s))?;
     reject_if_any(details)?;
     if let Some(c) = &q.campaign_id {
         if !state.store.campaign_exists(&caller.account_id, campaign_id(c)?).await? {

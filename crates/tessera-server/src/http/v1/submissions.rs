@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{audit, campaign_id, pagination, push_domain, reject_if_any, PageParams};
+use super::{audit, campaign_id, optional, pagination, reject_if_any, PageParams};
 use crate::app::AppState;
 use crate::domain::check::{email, free_object, phone, text, Check};
 use crate::domain::submissions::parse_kind;
@@ -152,14 +152,7 @@ pub async fn list(
 ) -> ApiResult<Vec<SubmissionOut>> {
     let mut details = Vec::new();
     let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
-    let kind = match q.kind.as_deref().map(|k| parse_kind("type", k)) {
-        Some(Ok(k)) => Some(k),
-        Some(Err(e)) => {
-            push_domain(&mut details, e)?;
-            None
-        }
-        None => None,
-    };
+    let kind = optional(&mut details, q.kind.as_deref(), |k| parse_kind("type", k))?;
     reject_if_any(details)?;
     if let Some(c) = &q.campaign_id {
         if !state.store.campaign_exists(&caller.account_id, campaign_id(c)?).await? {
