@@ -30,7 +30,8 @@
 //! Latencies go into HDR histograms (microseconds). Results are printed as Markdown tables.
 //! Flags: `--url`, `--key-id`, `--secret` (or `TESSERA_KEY_ID`, `TESSERA_KEY_SECRET`),
 //! `--connections 64`, `--duration-secs 10`, `--warmup-secs 2`, `--rounds 1`, `--server-pid`,
-//! `--fixed-path`. Unknown flags (cargo passes `--bench`) are ignored.
+//! `--fixed-path`, `--phases healthz,signed,rejected` (a subset, e.g. to profile one path).
+//! Unknown flags (cargo passes `--bench`) are ignored.
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,6 +59,7 @@ struct Options {
     rounds: usize,
     server_pid: Option<u32>,
     fixed_path: bool,
+    phases: Vec<Phase>,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -71,6 +73,7 @@ fn parse_args() -> Result<Options, String> {
         rounds: 1,
         server_pid: None,
         fixed_path: false,
+        phases: PHASES.to_vec(),
     };
     let with_value = [
         "--url",
@@ -81,6 +84,7 @@ fn parse_args() -> Result<Options, String> {
         "--warmup-secs",
         "--rounds",
         "--server-pid",
+        "--phases",
     ];
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -109,6 +113,12 @@ fn parse_args() -> Result<Options, String> {
             "--warmup-secs" => o.warmup = Duration::from_secs(number(&value)?),
             "--rounds" => o.rounds = number(&value)?.max(1) as usize,
             "--server-pid" => o.server_pid = Some(number(&value)? as u32),
+            "--phases" => {
+                o.phases = PHASES.into_iter().filter(|p| value.split(',').any(|v| v.trim() == p.short())).collect();
+                if o.phases.is_empty() {
+                    return Err(format!("--phases {value:?}: a comma-separated list of healthz, signed, rejected"));
+                }
+            }
             _ => {}
         }
     }
@@ -136,6 +146,14 @@ enum Phase {
 const PHASES: [Phase; 3] = [Phase::Healthz, Phase::Signed, Phase::Rejected];
 
 impl Phase {
+    fn short(self) -> &'static str {
+        match self {
+            Phase::Healthz => "healthz",
+            Phase::Signed => "signed",
+            Phase::Rejected => "rejected",
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Phase::Healthz => "healthz (GET /healthz, no auth)",
@@ -375,7 +393,7 @@ fn print_report(o: &Options, rounds: &[Vec<Measured>], total: &[Measured; 3]) {
     println!();
     println!("| phase | requests | req/s | p50 ms | p99 ms | max ms | server CPU µs/req | load generator CPU µs/req | unexpected statuses |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---|");
-    for (phase, m) in PHASES.iter().zip(total) {
+    for (phase, m) in PHASES.iter().zip(total).filter(|(p, _)| o.phases.contains(p)) {
         let h = &m.histogram;
         println!(
             "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} |",
@@ -390,10 +408,17 @@ fn print_report(o: &Options, rounds: &[Vec<Measured>], total: &[Measured; 3]) {
             m.unexpected_text(*phase)
         );
     }
+    if !o.phases.contains(&Phase::Healthz) || o.phases.len() == 1 {
+        println!();
+        return;
+    }
     println!();
     println!("| ratio | measured | per round | target | met |");
     println!("|---|---:|---|---:|---|");
     for (label, i, target) in [("signed / healthz", 1, SIGNED_TARGET), ("rejected / healthz", 2, REJECTED_TARGET)] {
+        if !o.phases.contains(&PHASES[i]) {
+            continue;
+        }
         let r = ratio(total[i].rate(), total[0].rate());
         let per_round: Vec<String> = rounds.iter().map(|m| format!("{:.2}", ratio(m[i].rate(), m[0].rate()))).collect();
         println!(
@@ -406,7 +431,7 @@ fn print_report(o: &Options, rounds: &[Vec<Measured>], total: &[Measured; 3]) {
         println!();
         println!("Server CPU per request, relative to /healthz (lower is cheaper; the inverse is the rate ratio a");
         println!("CPU-bound server would reach with the load generator on other cores):");
-        for (phase, m) in PHASES.iter().zip(total).skip(1) {
+        for (phase, m) in PHASES.iter().zip(total).skip(1).filter(|(p, _)| o.phases.contains(p)) {
             let per = |m: &Measured| m.server_ticks.unwrap_or(0) as f64 / m.requests().max(1) as f64;
             println!("- {}: {:.2}× healthz", phase.name(), ratio(per(m), per(&total[0])));
         }
@@ -439,6 +464,10 @@ async fn run(o: Options) -> Result<bool, String> {
     for round in 0..o.rounds {
         let mut this = Vec::new();
         for (i, phase) in PHASES.into_iter().enumerate() {
+            if !o.phases.contains(&phase) {
+                this.push(Measured::new()?);
+                continue;
+            }
             let m = run_phase(&target, phase, round, &o).await?;
             total[i].add(&m)?;
             this.push(m);
