@@ -1,19 +1,24 @@
 //! The key directory: what authentication reads on every request (keys with their secrets
 //! ready to check, account status, verified domains), kept in memory so that a flood of requests,
-//! bad signatures included, does not touch the store.
+//! bad signatures included, does not touch the store; and the account view (account, domains,
+//! masked settings) that `/context`, `/config` and `/settings` read.
 //!
 //! Freshness: every change to keys, account status or domains bumps `auth_generation` in the
 //! same transaction, whoever makes it (this server or the operator CLI). The server polls that
 //! one counter every `auth_cache_refresh_ms` (default 1 s) and drops the cache when it moved, so
-//! a revocation takes effect within that interval on every instance.
+//! a revocation takes effect within that interval on every instance. Settings writes bump the
+//! counter too, and the instance that wrote drops its account view at once.
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use secrecy::{ExposeSecret, SecretBox};
+use serde_json::{Map, Value};
 
 use super::crypto::Keyring;
 use crate::domain::accounts::AccountStatus;
+use crate::store::accounts::Account;
+use crate::store::domains::Domain;
 use crate::store::keys::KeyInfo;
 use crate::store::{Store, StoreError, StoreResult};
 
@@ -47,12 +52,21 @@ impl AuthKey {
 
 const MAX_CACHED_KEYS: usize = 100_000;
 
+/// What an account shows of itself: read together, cached together.
+pub struct AccountView {
+    pub account: Account,
+    pub domains: Vec<Domain>,
+    /// Every stored settings category, secrets masked (D4.3).
+    pub settings: Map<String, Value>,
+}
+
 pub struct KeyDirectory {
     store: Store,
     keyring: Arc<Keyring>,
     keys: RwLock<HashMap<String, Arc<AuthKey>>>,
     /// Verified hostname → account id.
     domains: RwLock<Arc<HashMap<String, String>>>,
+    views: RwLock<HashMap<String, Arc<AccountView>>>,
     generation: AtomicI64,
 }
 
@@ -64,6 +78,7 @@ impl KeyDirectory {
             keyring,
             keys: RwLock::new(HashMap::new()),
             domains: RwLock::new(Arc::new(HashMap::new())),
+            views: RwLock::new(HashMap::new()),
         };
         dir.reload_domains().await?;
         Ok(dir)
@@ -87,6 +102,7 @@ impl KeyDirectory {
             return Ok(false);
         }
         self.keys.write().unwrap_or_else(|p| p.into_inner()).clear();
+        self.views.write().unwrap_or_else(|p| p.into_inner()).clear();
         self.reload_domains().await?;
         self.generation.store(current, Ordering::Release);
         Ok(true)
@@ -122,6 +138,40 @@ impl KeyDirectory {
             keys.insert(key_id.to_string(), key.clone());
         }
         Ok(Some(key))
+    }
+
+    /// The account's view, from memory or the store (three reads, then cached).
+    pub async fn account_view(&self, account_id: &str) -> StoreResult<Arc<AccountView>> {
+        if let Some(v) = self.views.read().unwrap_or_else(|p| p.into_inner()).get(account_id) {
+            return Ok(v.clone());
+        }
+        let generation = self.generation.load(Ordering::Acquire);
+        let (account, domains, settings) = tokio::try_join!(
+            self.store.account(account_id),
+            self.store.list_domains(account_id),
+            self.store.settings(account_id)
+        )?;
+        let settings = settings
+            .into_iter()
+            .map(|(category, mut config)| {
+                crate::domain::settings::mask_sealed(&mut config);
+                (category, config)
+            })
+            .collect();
+        let view = Arc::new(AccountView { account, domains, settings });
+        if self.generation.load(Ordering::Acquire) == generation {
+            let mut views = self.views.write().unwrap_or_else(|p| p.into_inner());
+            if views.len() >= MAX_CACHED_KEYS {
+                views.clear();
+            }
+            views.insert(account_id.to_string(), view.clone());
+        }
+        Ok(view)
+    }
+
+    /// Drops the cached view of an account this instance just changed.
+    pub fn forget_account(&self, account_id: &str) {
+        self.views.write().unwrap_or_else(|p| p.into_inner()).remove(account_id);
     }
 
     /// The account owning this verified hostname.

@@ -2,6 +2,7 @@
 //! clock window. In memory, sharded, bounded and expiring. Entries are 128-bit digests, so the
 //! store holds no request material.
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
@@ -18,8 +19,15 @@ pub enum ReplayError {
 }
 
 pub struct ReplayStore {
-    shards: Vec<Mutex<HashMap<u128, i64>>>,
+    shards: Vec<Mutex<Shard>>,
     per_shard_capacity: usize,
+    last_full_warning_ms: AtomicI64,
+}
+
+#[derive(Default)]
+struct Shard {
+    entries: HashMap<u128, i64>,
+    last_purge_ms: i64,
 }
 
 fn digest(parts: &[&[u8]]) -> u128 {
@@ -37,14 +45,38 @@ fn digest(parts: &[&[u8]]) -> u128 {
 impl ReplayStore {
     pub fn new(capacity: usize) -> Self {
         ReplayStore {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             per_shard_capacity: capacity.div_ceil(SHARDS).max(16),
+            last_full_warning_ms: AtomicI64::new(0),
         }
     }
 
-    /// Claims the nonce and the signature until `expires_at_ms`. Both must be new; a refused
-    /// request claims nothing. A signature is made with one key's secret, so keeping both
-    /// entries in the key id's shard is as strict as a global signature set, with one lock.
+    /// Records `entry` until `expires_at_ms` unless it is already live. Entries are spread over
+    /// the shards by their digest, so one busy key can use the whole capacity.
+    fn claim_one(&self, entry: u128, now_ms: i64, expires_at_ms: i64) -> Result<(), ReplayError> {
+        let mut shard = self.shards[(entry % SHARDS as u128) as usize].lock().unwrap_or_else(|p| p.into_inner());
+        if shard.entries.get(&entry).is_some_and(|exp| *exp > now_ms) {
+            return Err(ReplayError::Replayed);
+        }
+        if shard.entries.len() >= self.per_shard_capacity {
+            // Purging is a scan of the shard: at most once a second, so that a full store costs
+            // refused requests little.
+            if now_ms - shard.last_purge_ms >= 1000 {
+                shard.entries.retain(|_, exp| *exp > now_ms);
+                shard.last_purge_ms = now_ms;
+            }
+            if shard.entries.len() >= self.per_shard_capacity {
+                return Err(ReplayError::Full);
+            }
+        }
+        shard.entries.insert(entry, expires_at_ms);
+        Ok(())
+    }
+
+    /// Claims the signature and the nonce (per key id) until `expires_at_ms`. A request is
+    /// accepted only if it claims both; each claim is atomic, so of any requests sharing a
+    /// signature or a nonce exactly one gets through. A request refused on its nonce keeps its
+    /// signature claimed, which is harmless: the same signature is the same request.
     pub fn claim(
         &self,
         key_id: &str,
@@ -53,34 +85,28 @@ impl ReplayStore {
         now_ms: i64,
         expires_at_ms: i64,
     ) -> Result<(), ReplayError> {
-        let n = digest(&[b"n", key_id.as_bytes(), nonce.as_bytes()]);
-        let s = digest(&[b"s", signature.as_bytes()]);
-        let shard = (digest(&[key_id.as_bytes()]) % SHARDS as u128) as usize;
-        let mut map = self.shards[shard].lock().unwrap_or_else(|p| p.into_inner());
-        let live = |k: &u128| map.get(k).is_some_and(|exp| *exp > now_ms);
-        if live(&n) || live(&s) {
-            return Err(ReplayError::Replayed);
-        }
-        if map.len() + 2 > self.per_shard_capacity {
-            map.retain(|_, exp| *exp > now_ms);
-            if map.len() + 2 > self.per_shard_capacity {
-                return Err(ReplayError::Full);
-            }
-        }
-        map.insert(n, expires_at_ms);
-        map.insert(s, expires_at_ms);
-        Ok(())
+        self.claim_one(digest(&[b"s", key_id.as_bytes(), signature.as_bytes()]), now_ms, expires_at_ms)?;
+        self.claim_one(digest(&[b"n", key_id.as_bytes(), nonce.as_bytes()]), now_ms, expires_at_ms)
+    }
+
+    /// Whether to log that the store is full (at most once every 10 s).
+    pub fn should_warn_full(&self, now_ms: i64) -> bool {
+        let last = self.last_full_warning_ms.load(Ordering::Relaxed);
+        now_ms - last >= 10_000
+            && self.last_full_warning_ms.compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed).is_ok()
     }
 
     /// Drops expired entries (run periodically; claims also purge a full shard).
     pub fn purge(&self, now_ms: i64) {
         for shard in &self.shards {
-            shard.lock().unwrap_or_else(|p| p.into_inner()).retain(|_, exp| *exp > now_ms);
+            let mut shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+            shard.entries.retain(|_, exp| *exp > now_ms);
+            shard.last_purge_ms = now_ms;
         }
     }
 
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).len()).sum()
+        self.shards.iter().map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).entries.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -100,8 +126,10 @@ mod tests {
         assert_eq!(r.claim("k", "nonce-2", "sig-1", 1, 100), Err(ReplayError::Replayed));
         // The same nonce under another key id is a different nonce.
         assert_eq!(r.claim("other", "nonce-1", "sig-3", 1, 100), Ok(()));
-        // A refused claim recorded nothing.
-        assert_eq!(r.claim("k", "nonce-3", "sig-2", 1, 100), Ok(()));
+        // A request refused on its nonce leaves its signature claimed: the same signature is
+        // the same request.
+        assert_eq!(r.claim("k", "nonce-3", "sig-2", 1, 100), Err(ReplayError::Replayed));
+        assert_eq!(r.claim("k", "nonce-3", "sig-4", 1, 100), Ok(()));
         // After expiry the entry is gone.
         assert_eq!(r.claim("k", "nonce-1", "sig-9", 100, 200), Ok(()));
     }
@@ -110,7 +138,7 @@ mod tests {
     fn a_full_store_refuses_rather_than_forgets() {
         let r = ReplayStore::new(16 * SHARDS);
         let mut full = false;
-        for i in 0..10_000 {
+        for i in 0..100_000 {
             if r.claim("k", &format!("n{i}"), &format!("s{i}"), 0, 1_000) == Err(ReplayError::Full) {
                 full = true;
                 break;
@@ -120,5 +148,23 @@ mod tests {
         r.purge(2_000);
         assert!(r.is_empty());
         assert_eq!(r.claim("k", "n0", "s0", 2_000, 3_000), Ok(()));
+    }
+}
+
+#[cfg(test)]
+mod capacity {
+    use super::*;
+
+    #[test]
+    fn one_key_can_use_the_whole_capacity() {
+        let r = ReplayStore::new(100_000);
+        for i in 0..40_000 {
+            assert_eq!(
+                r.claim("busy-key", &format!("nonce-{i:08}"), &format!("sig-{i}"), 0, 1_000),
+                Ok(()),
+                "claim {i}"
+            );
+        }
+        assert_eq!(r.len(), 80_000);
     }
 }

@@ -82,7 +82,10 @@ impl Store {
                         std::fs::create_dir_all(dir).ok();
                     }
                 }
+                // No ping before lending a connection: a broken one fails its query and is
+                // dropped, and the ping was a round trip on every read.
                 let writer = AnyPoolOptions::new()
+                    .test_before_acquire(false)
                     .max_connections(1)
                     .min_connections(1)
                     .acquire_timeout(Duration::from_secs(30))
@@ -99,6 +102,7 @@ impl Store {
                     .await?;
                 let ro_url = read_only_url(url);
                 let reader = AnyPoolOptions::new()
+                    .test_before_acquire(false)
                     .max_connections(max_connections.max(1))
                     .acquire_timeout(Duration::from_secs(30))
                     .after_connect(|conn, _| {

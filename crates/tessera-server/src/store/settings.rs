@@ -64,10 +64,9 @@ impl Store {
             .bind(category)
             .execute(&mut *tx)
             .await?;
-        if category == "security" {
-            // The request limit override is read with the key, so cached keys must reload.
-            super::accounts::bump_auth_generation(&mut *tx).await?;
-        }
+        // Cached keys (security's limit override) and account views (masked settings) on every
+        // instance reload when this counter moves.
+        super::accounts::bump_auth_generation(&mut *tx).await?;
         record(&mut tx, account_id, &Audit { entity_id: category, ..audit }).await?;
         tx.commit().await?;
         Ok(next)

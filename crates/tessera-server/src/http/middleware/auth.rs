@@ -144,7 +144,11 @@ async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiEr
         Ok(()) => {}
         Err(ReplayError::Replayed) => return Err(ApiError::replayed()),
         Err(ReplayError::Full) => {
-            tracing::warn!("replay store full; refusing signed requests until entries expire");
+            if state.replay.should_warn_full(now) {
+                tracing::warn!(
+                    "replay store full; refusing signed requests until entries expire (raise security.replay_capacity)"
+                );
+            }
             return Err(ApiError::rate_limited(
                 LimitInfo { limit: 0, remaining: 0, reset_secs: 5 },
                 "the server is busy; retry shortly",

@@ -36,12 +36,11 @@ pub struct ConfigOut {
     )
 )]
 pub async fn show(State(state): State<AppState>, caller: DomainKey<scope::SettingsRead>) -> ApiResult<ConfigOut> {
-    let account = state.store.account(&caller.account_id).await?;
-    let settings = state.store.settings(&caller.account_id).await?;
-    let configured = settings
-        .iter()
-        .find(|(c, _)| c == "operations")
-        .and_then(|(_, v)| v.get("modules"))
+    let view = state.directory.account_view(&caller.account_id).await?;
+    let configured = view
+        .settings
+        .get("operations")
+        .and_then(|v| v.get("modules"))
         .and_then(|m| m.as_object())
         .cloned()
         .unwrap_or_default();
@@ -51,8 +50,8 @@ pub async fn show(State(state): State<AppState>, caller: DomainKey<scope::Settin
         .collect();
     Ok(ApiResponse::ok(ConfigOut {
         domain: caller.domain.clone().unwrap_or_default(),
-        account_slug: account.slug,
-        platform_name: account.platform_name,
+        account_slug: view.account.slug.clone(),
+        platform_name: view.account.platform_name.clone(),
         scope: if caller.campaign_id.is_some() { "campaign" } else { "account" }.to_string(),
         campaign_id: caller.campaign_id.clone(),
         modules,

@@ -59,9 +59,8 @@ pub struct ContextOut {
     )
 )]
 pub async fn show(State(state): State<AppState>, caller: Signed<scope::SettingsRead>) -> ApiResult<ContextOut> {
-    let account = state.store.account(&caller.account_id).await?;
-    let domains = state.store.list_domains(&caller.account_id).await?;
-    let settings = crate::http::v1::settings_view(&state, &caller.account_id).await?;
+    let view = state.directory.account_view(&caller.account_id).await?;
+    let (account, domains, settings) = (&view.account, &view.domains, &view.settings);
     let branding_name = settings
         .get("branding")
         .and_then(|b| b.get("platformName"))
@@ -74,12 +73,20 @@ pub async fn show(State(state): State<AppState>, caller: Signed<scope::SettingsR
             platform_name: branding_name,
             primary_domain: domains.iter().find(|d| d.is_primary).map(|d| d.hostname.clone()),
         },
-        account: ContextAccountOut { id: account.id, account_slug: account.slug, platform_name: account.platform_name },
+        account: ContextAccountOut {
+            id: account.id.clone(),
+            account_slug: account.slug.clone(),
+            platform_name: account.platform_name.clone(),
+        },
         domains: domains
-            .into_iter()
-            .map(|d| DomainOut { hostname: d.hostname, is_primary: d.is_primary, ssl_status: d.ssl_status })
+            .iter()
+            .map(|d| DomainOut {
+                hostname: d.hostname.clone(),
+                is_primary: d.is_primary,
+                ssl_status: d.ssl_status.clone(),
+            })
             .collect(),
-        settings,
+        settings: settings.clone(),
     }))
 }
 

@@ -23,16 +23,7 @@ use crate::store::campaigns::UpdateError;
 /// The account's settings as the API shows them: every category object, with each sealed
 /// secret replaced by its mask (D4.3).
 pub async fn settings_view(state: &AppState, account_id: &str) -> Result<Map<String, Value>, ApiError> {
-    Ok(state
-        .store
-        .settings(account_id)
-        .await?
-        .into_iter()
-        .map(|(category, mut config)| {
-            crate::domain::settings::mask_sealed(&mut config);
-            (category, config)
-        })
-        .collect())
+    Ok(state.directory.account_view(account_id).await?.settings.clone())
 }
 
 /// An audit entry for a change made by `caller` (the store fills in the entity id).

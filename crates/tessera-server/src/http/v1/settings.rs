@@ -116,6 +116,7 @@ pub async fn update(
             summary_audit,
         )
         .await?;
+    state.directory.forget_account(&caller.account_id);
     let mut config = stored;
     mask_sealed(&mut config);
     Ok(ApiResponse::ok(SettingsOut { category: category.to_string(), config }))
