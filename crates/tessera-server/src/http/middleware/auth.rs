@@ -3,7 +3,7 @@
 //! per-account limit follow in the route's caller extractor (`http::extract`). Nothing is
 //! written to the store on this path.
 use axum::body::Body;
-use axum::extract::{OriginalUri, Request, State};
+use axum::extract::{MatchedPath, OriginalUri, Request, State};
 use axum::http::{header, HeaderMap};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -60,6 +60,8 @@ fn caller(key: &AuthKey, scheme: Scheme, domain: Option<String>) -> Caller {
 }
 
 pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    // The route template, for the access log written outside the router.
+    let matched = req.extensions().get::<MatchedPath>().cloned();
     let slot = RateSlot::default();
     let signed = SIGNED_HEADERS.iter().any(|h| req.headers().contains_key(*h));
     let domain_keyed = req.headers().contains_key(KEY_HEADER) || req.headers().contains_key(DOMAIN_HEADER);
@@ -72,10 +74,19 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
     };
     let mut req = match result {
         Ok(v) => v,
-        Err(e) => return e.into_response(),
+        Err(e) => {
+            let mut resp = e.into_response();
+            if let Some(m) = matched {
+                resp.extensions_mut().insert(m);
+            }
+            return resp;
+        }
     };
     req.extensions_mut().insert(slot.clone());
     let mut resp = next.run(req).await;
+    if let Some(m) = matched {
+        resp.extensions_mut().insert(m);
+    }
     if let Some(info) = *slot.0.lock().unwrap_or_else(|p| p.into_inner()) {
         for (k, v) in crate::http::error::rate_limit_headers(info) {
             resp.headers_mut().insert(k, v);
@@ -85,50 +96,47 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
 }
 
 async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiError> {
-    let h = req.headers();
-    let missing: Vec<&str> =
-        SIGNED_HEADERS.iter().copied().filter(|n| header(h, n).is_none_or(str::is_empty)).collect();
-    if !missing.is_empty() {
+    // Work on the parts so that the headers are borrowed, not copied, on this hot path.
+    let (parts, body) = req.into_parts();
+    let h = &parts.headers;
+    let (Some(key_id), Some(signature), Some(timestamp), Some(nonce)) = (
+        header(h, tessera_sign::HEADER_KEY_ID).filter(|v| !v.is_empty()),
+        header(h, tessera_sign::HEADER_SIGNATURE).filter(|v| !v.is_empty()),
+        header(h, tessera_sign::HEADER_TIMESTAMP).filter(|v| !v.is_empty()),
+        header(h, tessera_sign::HEADER_NONCE).filter(|v| !v.is_empty()),
+    ) else {
         let mut e = ApiError::missing_auth("signed requests need all four signed headers");
-        for m in missing {
-            e = e.with_detail(m, "required");
+        for m in SIGNED_HEADERS.iter().filter(|n| header(h, n).is_none_or(str::is_empty)) {
+            e = e.with_detail(*m, "required");
         }
         return Err(e);
-    }
-    let (Some(key_id), Some(signature), Some(timestamp), Some(nonce)) = (
-        header(h, tessera_sign::HEADER_KEY_ID).map(str::to_string),
-        header(h, tessera_sign::HEADER_SIGNATURE).map(str::to_string),
-        header(h, tessera_sign::HEADER_TIMESTAMP).map(str::to_string),
-        header(h, tessera_sign::HEADER_NONCE).map(str::to_string),
-    ) else {
-        return Err(ApiError::missing_auth("signed requests need all four signed headers"));
     };
-    if !valid_nonce(&nonce) {
+    if !valid_nonce(nonce) {
         return Err(ApiError::missing_auth("the nonce must be 8 to 128 characters of A-Z, a-z, 0-9, '_' and '-'")
             .with_detail(tessera_sign::HEADER_NONCE, "8 to 128 characters of [A-Za-z0-9_-]"));
     }
-    let ip = client_ip(&req, state.config.security.trust_forwarded_for);
+    let ip = client_ip(h, &parts.extensions, state.config.security.trust_forwarded_for);
     let now = now_ms();
     let guard = &state.guards.failures;
-    if let Some(secs) = guard.pair_blocked(&key_id, ip, now) {
+    if let Some(secs) = guard.pair_blocked(key_id, ip, now) {
         return Err(blocked(secs));
     }
-    let key = lookup(state, &key_id, ip, now).await?;
+    let key = lookup(state, key_id, ip, now).await?;
     let Some(secret) = key.hmac_secret().filter(|_| key.info.kind == KeyKind::Private) else {
         // A browser key cannot sign: its secret is only stored as a hash.
         return Err(ApiError::invalid_key());
     };
     let tolerance = state.config.security.clock_tolerance_ms;
-    let ts = tessera_sign::check_timestamp(&timestamp, now, tolerance).map_err(|_| ApiError::stale_timestamp())?;
+    let ts = tessera_sign::check_timestamp(timestamp, now, tolerance).map_err(|_| ApiError::stale_timestamp())?;
     if ts < state.started_at_ms && state.replay_is_local() {
         // After a restart the in-memory replay store is empty: refuse what it cannot vouch for.
         return Err(ApiError::stale_timestamp());
     }
-    let declared =
-        req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
-    let target = req.extensions().get::<OriginalUri>().map(|u| u.0.clone()).unwrap_or_else(|| req.uri().clone());
-    let path = target.path_and_query().map(|p| p.as_str()).unwrap_or("/").to_string();
-    let (parts, body) = req.into_parts();
+    let declared = h.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
+    let path = match parts.extensions.get::<OriginalUri>() {
+        Some(u) => u.0.path_and_query().map(|p| p.as_str()).unwrap_or("/"),
+        None => parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"),
+    };
     if let Some(len) = declared.filter(|len| *len > state.config.max_body_bytes) {
         discard_refused_body(body, len, state.config.max_body_bytes).await;
         return Err(ApiError::payload_too_large(state.config.max_body_bytes));
@@ -136,11 +144,11 @@ async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiEr
     let bytes = axum::body::to_bytes(body, state.config.max_body_bytes)
         .await
         .map_err(|_| ApiError::payload_too_large(state.config.max_body_bytes))?;
-    if tessera_sign::verify_signature(secret, &timestamp, parts.method.as_str(), &path, &bytes, &signature).is_err() {
-        guard.bad_signature(&key_id, ip, now);
+    if tessera_sign::verify_signature(secret, timestamp, parts.method.as_str(), path, &bytes, signature).is_err() {
+        guard.bad_signature(key_id, ip, now);
         return Err(ApiError::invalid_signature());
     }
-    match state.replay.claim(&key_id, &nonce, &signature, now, ts + tolerance + 1) {
+    match state.replay.claim(key_id, nonce, signature, now, ts + tolerance + 1) {
         Ok(()) => {}
         Err(ReplayError::Replayed) => return Err(ApiError::replayed()),
         Err(ReplayError::Full) => {
@@ -242,7 +250,7 @@ async fn domain_key_request(state: &AppState, mut req: Request) -> Result<Reques
         tracing::warn!(key_id, "private key sent in x-white-label-key; it should be revoked and rotated");
         return Err(ApiError::invalid_key().with_detail(KEY_HEADER, "private keys must never be sent from a browser"));
     }
-    let ip = client_ip(&req, state.config.security.trust_forwarded_for);
+    let ip = client_ip(req.headers(), req.extensions(), state.config.security.trust_forwarded_for);
     let now = now_ms();
     let guard = &state.guards.failures;
     if let Some(secs) = guard.pair_blocked(key_id, ip, now) {

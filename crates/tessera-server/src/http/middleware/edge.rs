@@ -37,7 +37,7 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
         .get(header::ORIGIN)
         .filter(|o| is_domain_key_path(path) && approved_origin(&state, o.to_str().ok()))
         .cloned();
-    let ip = client_ip(&req, state.config.security.trust_forwarded_for);
+    let ip = client_ip(req.headers(), req.extensions(), state.config.security.trust_forwarded_for);
     let mut resp = match state.guards.per_ip.check(&ip) {
         Ok(info) => {
             let mut resp = next.run(req).await;

@@ -7,14 +7,13 @@ pub mod request_id;
 use std::net::{IpAddr, SocketAddr};
 
 use axum::extract::ConnectInfo;
-use axum::http::Request;
+use axum::http::{Extensions, HeaderMap};
 
 /// The client IP: the socket peer, or the first `X-Forwarded-For` hop when configured to
 /// trust a proxy.
-pub fn client_ip<B>(req: &Request<B>, trust_forwarded_for: bool) -> IpAddr {
+pub fn client_ip(headers: &HeaderMap, extensions: &Extensions, trust_forwarded_for: bool) -> IpAddr {
     if trust_forwarded_for {
-        if let Some(ip) = req
-            .headers()
+        if let Some(ip) = headers
             .get("x-forwarded-for")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.split(',').next())
@@ -23,5 +22,5 @@ pub fn client_ip<B>(req: &Request<B>, trust_forwarded_for: bool) -> IpAddr {
             return ip;
         }
     }
-    req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip()).unwrap_or(IpAddr::from([127, 0, 0, 1]))
+    extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip()).unwrap_or(IpAddr::from([127, 0, 0, 1]))
 }
