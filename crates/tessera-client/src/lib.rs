@@ -233,7 +233,7 @@ impl Client {
             let headers = resp.headers().clone();
             let bytes = resp.bytes().await?.to_vec();
             let raw = RawResponse { status, headers, body: bytes };
-            if status == 401 && attempt <= REPLAY_RETRIES && raw.json()["code"] == "replayed_request" {
+            if status == 401 && attempt <= REPLAY_RETRIES && is_replay(&raw.body) {
                 // Spread the resends over a few milliseconds so that identical requests refused
                 // together do not collide again.
                 let wait = rand::thread_rng().next_u32() % 4 + 1;
@@ -286,6 +286,13 @@ impl Client {
     pub async fn context(&self) -> Result<models::Context, Error> {
         Ok(self.get("/api/white-label/v1/context").await?.data)
     }
+}
+
+/// Whether a 401 body is the `replayed_request` error (a substring test: this runs on every 401,
+/// and the server writes compact JSON).
+fn is_replay(body: &[u8]) -> bool {
+    const NEEDLE: &[u8] = b"\"code\":\"replayed_request\"";
+    body.windows(NEEDLE.len()).any(|w| w == NEEDLE)
 }
 
 #[derive(Deserialize)]

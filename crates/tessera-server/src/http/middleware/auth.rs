@@ -62,7 +62,6 @@ fn caller(key: &AuthKey, scheme: Scheme, domain: Option<String>) -> Caller {
 pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
     // The route template, for the access log written outside the router.
     let matched = req.extensions().get::<MatchedPath>().cloned();
-    let slot = RateSlot::default();
     let signed = SIGNED_HEADERS.iter().any(|h| req.headers().contains_key(*h));
     let domain_keyed = req.headers().contains_key(KEY_HEADER) || req.headers().contains_key(DOMAIN_HEADER);
     let result = if signed {
@@ -82,6 +81,8 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
             return resp;
         }
     };
+    // Filled by the caller extractor's per-account limit; only an admitted request needs one.
+    let slot = RateSlot::default();
     req.extensions_mut().insert(slot.clone());
     let mut resp = next.run(req).await;
     if let Some(m) = matched {
