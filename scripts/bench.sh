@@ -9,10 +9,9 @@
 # them would be answered 429 by the limiter (600/min per IP) or blocked after 10 bad signatures,
 # and the run would measure the limiter's refusal instead of the signature check and the route.
 # The replay store is made large enough for the run (BENCH_REPLAY_CAPACITY, default 64000000;
-# set it empty to keep the server's default of 2000000): the store keeps every entry of one key id
-# in one of its 32 shards, so by default one key can have at most 2000000 / 32 / 2 = 31250 signed
-# requests accepted per clock window (5 minutes), and the harness sends that many in a few
-# seconds; past it every signed request is answered 429 "the server is busy". See
+# set it empty to keep the server's default of 4000000): each accepted signed request holds two
+# entries for up to the 5-minute clock window, and the harness sends ~20 000 signed requests/s
+# from one key, which would fill the default within a minute and measure 429s. See
 # docs/performance.md.
 # Logging is at warn: the per-request access log at info would measure log formatting and
 # terminal/file writes rather than the service.
