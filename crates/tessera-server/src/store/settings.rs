@@ -7,6 +7,25 @@ use super::{Backend, Store, StoreError, StoreResult};
 use crate::domain::time::now_ms;
 use crate::domain::DomainError;
 
+/// `{"before": {...}, "after": {...}}` over the top-level keys that changed, secrets masked.
+fn changed_keys_summary(before: &Value, after: &Value) -> Value {
+    let empty = serde_json::Map::new();
+    let (b, a) = (before.as_object().unwrap_or(&empty), after.as_object().unwrap_or(&empty));
+    let mut keys: Vec<&String> = b.keys().chain(a.keys()).filter(|k| b.get(*k) != a.get(*k)).collect();
+    keys.sort();
+    keys.dedup();
+    let pick = |m: &serde_json::Map<String, Value>| {
+        let mut out: Value = keys
+            .iter()
+            .filter_map(|k| m.get(*k).map(|v| ((*k).clone(), v.clone())))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        crate::domain::settings::mask_sealed(&mut out);
+        out
+    };
+    serde_json::json!({ "before": pick(b), "after": pick(a) })
+}
+
 impl Store {
     /// Every stored category of the account, sorted by name.
     pub async fn settings(&self, account_id: &str) -> StoreResult<Vec<(String, Value)>> {
@@ -56,7 +75,8 @@ impl Store {
                 .try_get("config")?;
         let current: Value =
             serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("settings {category}: {e}")))?;
-        let next = change(current)?;
+        let next = change(current.clone())?;
+        let summary = changed_keys_summary(&current, &next);
         sqlx::query("UPDATE settings SET config = $1, updated_at = $2 WHERE account_id = $3 AND category = $4")
             .bind(next.to_string())
             .bind(now)
@@ -67,7 +87,7 @@ impl Store {
         // Cached keys (security's limit override) and account views (masked settings) on every
         // instance reload when this counter moves.
         super::accounts::bump_auth_generation(&mut *tx).await?;
-        record(&mut tx, account_id, &Audit { entity_id: category, ..audit }).await?;
+        record(&mut tx, account_id, &Audit { entity_id: category, summary, ..audit }).await?;
         tx.commit().await?;
         Ok(next)
     }

@@ -304,6 +304,19 @@ async fn secrets_are_write_only_and_only_ever_shown_masked(b: Backend) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "audit list: {stdout} {}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("settings.updated"), "{stdout}");
+    // The entry of the last payments PATCH shows the changed keys before and after, masked.
+    let audit: Value = serde_json::from_str(&stdout).expect("audit json");
+    let last = audit["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["action"] == "settings.updated" && e["entityId"] == "payments")
+        .expect("a payments entry");
+    let (before, after) = (&last["summary"]["before"]["providers"], &last["summary"]["after"]["providers"]);
+    assert_eq!(after["provider_a"]["publicKey"], "pk_live_2", "{last}");
+    assert_eq!(after["provider_a"]["secretKey"], "••••3456", "{last}");
+    assert_eq!(before["provider_a"]["secretKey"], "••••3456", "{last}");
+    assert_ne!(before["provider_a"]["publicKey"], "pk_live_2", "{last}");
     for secret in [PROVIDER_SECRET, SMTP_PASSWORD, "sk_live_REFUSED7777"] {
         assert!(!stdout.contains(secret), "audit shows {secret}: {stdout}");
     }

@@ -97,9 +97,6 @@ pub async fn update(
     crate::domain::check::free_object("config", &patch)?;
     let keyring = state.directory.keyring();
     let account = caller.account_id.clone();
-    let changed: Vec<String> = patch.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
-    let mut summary_audit = audit(&caller, "settings.updated", "settings");
-    summary_audit.summary = json!({"changedKeys": changed});
     let stored = state
         .store
         .update_setting(
@@ -113,7 +110,7 @@ pub async fn update(
                 });
                 Ok(current)
             },
-            summary_audit,
+            audit(&caller, "settings.updated", "settings"),
         )
         .await?;
     state.directory.forget_account(&caller.account_id);
