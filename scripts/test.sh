@@ -40,9 +40,10 @@ if [ -z "${TESSERA_TEST_DATABASE_URL:-}" ]; then
   fi
 fi
 
+# Doc examples first, so that the suite's own summary is the last thing printed.
+cargo test --workspace --doc --quiet
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast
 else
   cargo test --workspace --no-fail-fast --all-targets
 fi
-cargo test --workspace --doc --quiet
