@@ -125,25 +125,28 @@ async fn maintenance(state: AppState, cancel: CancellationToken) {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// A future that resolves on SIGINT or SIGTERM. The handlers are installed when this is
+/// called, not when the future is first polled, so call it before announcing that the server
+/// listens: a signal in between would otherwise kill the process without a graceful stop.
+pub fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+        let mut terminate = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        Ok(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {},
+                _ = terminate.recv() => {},
             }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+            tracing::info!("shutdown signal received; finishing in-flight requests");
+        })
     }
-    tracing::info!("shutdown signal received; finishing in-flight requests");
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+            tracing::info!("shutdown signal received; finishing in-flight requests");
+        })
+    }
 }

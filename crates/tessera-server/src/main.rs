@@ -273,6 +273,7 @@ fn exe_for_display() -> String {
 
 async fn serve(cfg: Config, with_demo: bool) -> anyhow::Result<()> {
     tessera_server::telemetry::init(cfg.log_format, &cfg.log_filter);
+    let stop = shutdown_signal()?;
     let app = Application::build(cfg.clone()).await?;
     let addr = app.local_addr();
     tracing::info!(%addr, database = if cfg.database_url.is_empty() { "sqlite" } else { "postgres" }, "tessera listening");
@@ -283,7 +284,7 @@ async fn serve(cfg: Config, with_demo: bool) -> anyhow::Result<()> {
         println!("{}", demo::banner(&keys, &format!("http://{host}:{}", addr.port()), &exe_for_display()));
         app.state().directory.refresh().await?;
     }
-    app.run_until_stopped(shutdown_signal()).await
+    app.run_until_stopped(stop).await
 }
 
 #[tokio::main]

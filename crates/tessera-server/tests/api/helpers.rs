@@ -126,6 +126,14 @@ async fn postgres_schema(base: &str) -> String {
     format!("{base}{sep}options=-c%20search_path%3D{schema}")
 }
 
+/// A database URL for a process the test starts itself: a fresh schema on PostgreSQL.
+pub async fn postgres_schema_url(backend: &Backend) -> String {
+    match backend {
+        Backend::Postgres(base) => postgres_schema(base).await,
+        Backend::Sqlite => String::new(),
+    }
+}
+
 pub async fn spawn(backend: Backend) -> TestApp {
     spawn_with(backend, |_| {}).await
 }

@@ -10,6 +10,7 @@ mod foundation;
 mod openapi;
 mod participants;
 mod settings;
+mod shutdown;
 mod storefront;
 mod submissions;
 mod ticket_types;
