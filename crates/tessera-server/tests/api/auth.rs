@@ -452,7 +452,7 @@ fn assert_rate_limited(r: &RawResponse, limit: &str) {
 
 async fn the_account_rate_limit_refuses_past_the_burst_and_spares_other_accounts(b: Backend) {
     let app = spawn_with(b, |c| {
-        c.security.rate_limit_per_account = 60;
+        c.security.rate_limit_per_account = 1;
         c.security.rate_limit_per_account_burst = 2;
     })
     .await;
@@ -472,7 +472,7 @@ async fn the_account_rate_limit_refuses_past_the_burst_and_spares_other_accounts
 
 async fn the_ip_rate_limit_refuses_past_the_burst_whatever_the_account(b: Backend) {
     let app = spawn_with(b, |c| {
-        c.security.rate_limit_per_ip = 60;
+        c.security.rate_limit_per_ip = 1;
         c.security.rate_limit_per_ip_burst = 2;
     })
     .await;
@@ -607,7 +607,7 @@ async fn a_chunked_signed_body_over_1_mib_is_413_payload_too_large(b: Backend) {
 
 async fn every_kind_of_response_carries_the_request_id_in_body_and_header(b: Backend) {
     let app = spawn_with(b, |c| {
-        c.security.rate_limit_per_account = 60;
+        c.security.rate_limit_per_account = 1;
         c.security.rate_limit_per_account_burst = 1;
     })
     .await;
