@@ -83,6 +83,7 @@ async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly(b: Backend)
     }
     head.push_str("\r\n");
     let mut conn = TcpStream::connect(&addr).expect("connect");
+    conn.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
     conn.write_all(head.as_bytes()).expect("head");
     let mut interim = Vec::new();
     let mut byte = [0u8; 1];
