@@ -221,6 +221,8 @@ impl Client {
         extra: Option<HeaderMap>,
     ) -> Result<RawResponse, Error> {
         let url = format!("{}{}", self.base_url, path);
+        // Shared, not copied, across re-signed attempts.
+        let body = bytes::Bytes::from(body);
         let mut attempt = 0;
         loop {
             attempt += 1;

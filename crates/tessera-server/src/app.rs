@@ -39,13 +39,6 @@ impl Deref for AppState {
     }
 }
 
-impl AppState {
-    /// Whether the replay store is this process's memory (then a restart empties it).
-    pub fn replay_is_local(&self) -> bool {
-        true
-    }
-}
-
 /// Opens the store and the master key as the server and the operator CLI both do.
 pub async fn open_store(config: &Config) -> anyhow::Result<(Store, Arc<Keyring>)> {
     let keyring = Keyring::load_or_create(config.data_dir(), config.master_key.as_ref()).context("master key")?;

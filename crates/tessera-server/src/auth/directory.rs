@@ -129,14 +129,7 @@ impl KeyDirectory {
             account_status: row.account_status,
             rate_limit_per_minute: row.rate_limit_per_minute,
         });
-        // Cache only if nothing changed while we read, so a concurrent refresh is never undone.
-        if self.generation.load(Ordering::Acquire) == generation {
-            let mut keys = self.keys.write().unwrap_or_else(|p| p.into_inner());
-            if keys.len() >= MAX_CACHED_KEYS {
-                keys.clear();
-            }
-            keys.insert(key_id.to_string(), key.clone());
-        }
+        self.remember(&self.keys, generation, key_id, &key);
         Ok(Some(key))
     }
 
@@ -159,14 +152,21 @@ impl KeyDirectory {
             })
             .collect();
         let view = Arc::new(AccountView { account, domains, settings });
-        if self.generation.load(Ordering::Acquire) == generation {
-            let mut views = self.views.write().unwrap_or_else(|p| p.into_inner());
-            if views.len() >= MAX_CACHED_KEYS {
-                views.clear();
-            }
-            views.insert(account_id.to_string(), view.clone());
-        }
+        self.remember(&self.views, generation, account_id, &view);
         Ok(view)
+    }
+
+    /// Caches what was read under `generation`, only if nothing changed meanwhile, so that a
+    /// concurrent refresh is never undone. A full cache starts over rather than grow.
+    fn remember<V>(&self, cache: &RwLock<HashMap<String, Arc<V>>>, generation: i64, id: &str, value: &Arc<V>) {
+        if self.generation.load(Ordering::Acquire) != generation {
+            return;
+        }
+        let mut map = cache.write().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= MAX_CACHED_KEYS {
+            map.clear();
+        }
+        map.insert(id.to_string(), value.clone());
     }
 
     /// Drops the cached view of an account this instance just changed.

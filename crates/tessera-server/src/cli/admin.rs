@@ -35,7 +35,7 @@ impl From<DomainError> for AdminError {
 impl From<StoreError> for AdminError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::NotFound => AdminError { code: "not_found", message: "not found".into() },
+            StoreError::NotFound(what) => AdminError { code: "not_found", message: format!("{what} not found") },
             StoreError::Conflict(m) => AdminError { code: "conflict", message: m },
             other => AdminError { code: "internal", message: other.to_string() },
         }
@@ -54,7 +54,7 @@ fn account_json(a: &Account) -> Value {
 
 async fn account(store: &Store, slug: &str) -> Result<Account, AdminError> {
     store.account_by_slug(slug).await.map_err(|e| match e {
-        StoreError::NotFound => not_found("account", slug),
+        StoreError::NotFound(_) => not_found("account", slug),
         other => other.into(),
     })
 }
@@ -73,7 +73,7 @@ pub async fn account_set_status(store: &Store, slug: &str, status: &str) -> Admi
     let status = AccountStatus::parse(status)?;
     match store.set_account_status(slug, status).await {
         Ok(a) => Ok(account_json(&a)),
-        Err(StoreError::NotFound) => Err(not_found("account", slug)),
+        Err(StoreError::NotFound(_)) => Err(not_found("account", slug)),
         Err(e) => Err(e.into()),
     }
 }
@@ -192,7 +192,7 @@ pub async fn key_list(store: &Store, slug: &str) -> AdminResult {
 pub async fn key_revoke(store: &Store, key_id: &str) -> AdminResult {
     match store.revoke_key(key_id).await {
         Ok(k) => Ok(key_json(&k)),
-        Err(StoreError::NotFound) => Err(not_found("key", key_id)),
+        Err(StoreError::NotFound(_)) => Err(not_found("key", key_id)),
         Err(e) => Err(e.into()),
     }
 }

@@ -123,18 +123,14 @@ impl ApiError {
     }
     /// 429 with `Retry-After` and the RateLimit headers.
     pub fn rate_limited(info: LimitInfo, message: &str) -> Self {
-        let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message);
-        e.headers = rate_limit_headers(info);
-        e.headers.push((HeaderName::from_static("retry-after"), HeaderValue::from(info.reset_secs)));
+        let mut e = Self::retry_later(info.reset_secs, message);
+        e.headers.extend(rate_limit_headers(info));
         e
     }
-    /// 429 for an authentication block: `Retry-After` only.
-    pub fn blocked(retry_after_secs: u64) -> Self {
-        let mut e = Self::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
-            "too many failed authentication attempts; blocked for a while",
-        );
+    /// 429 with `Retry-After` only, where no request budget applies (an authentication block,
+    /// a full replay store).
+    pub fn retry_later(retry_after_secs: u64, message: &str) -> Self {
+        let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message);
         e.headers.push((HeaderName::from_static("retry-after"), HeaderValue::from(retry_after_secs)));
         e
     }
@@ -188,7 +184,7 @@ impl From<DomainError> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::NotFound => ApiError::not_found("resource"),
+            StoreError::NotFound(what) => ApiError::not_found(what),
             StoreError::Conflict(m) => ApiError::conflict(m),
             other => ApiError::internal(other),
         }

@@ -164,12 +164,10 @@ fn detail_from_path(path: &serde_path_to_error::Path, message: &str) -> Detail {
     let base = if base == "." { String::new() } else { base };
     // serde_path_to_error already includes an unknown key in the path; add a missing one.
     let join = |name: &str| {
-        if base.is_empty() || base == name || base.ends_with(&format!(".{name}")) {
-            if base.is_empty() {
-                name.to_string()
-            } else {
-                base.clone()
-            }
+        if base.is_empty() {
+            name.to_string()
+        } else if base == name || base.ends_with(&format!(".{name}")) {
+            base.clone()
         } else {
             format!("{base}.{name}")
         }

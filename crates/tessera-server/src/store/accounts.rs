@@ -61,7 +61,7 @@ impl Store {
             .await?
             .rows_affected();
         if n == 0 {
-            return Err(StoreError::NotFound);
+            return Err(StoreError::NotFound("account"));
         }
         bump_auth_generation(&mut *tx).await?;
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM accounts WHERE slug = $1"))
@@ -84,7 +84,7 @@ impl Store {
             .bind(slug)
             .fetch_optional(self.reader())
             .await?
-            .ok_or(StoreError::NotFound)?;
+            .ok_or(StoreError::NotFound("account"))?;
         from_row(&row)
     }
 
@@ -93,7 +93,7 @@ impl Store {
             .bind(account_id)
             .fetch_optional(self.reader())
             .await?
-            .ok_or(StoreError::NotFound)?;
+            .ok_or(StoreError::NotFound("account"))?;
         from_row(&row)
     }
 

@@ -5,7 +5,7 @@ use sqlx::Row;
 
 use super::audit::{record, Audit};
 use super::query::{contains_pattern, Arg, Filter};
-use super::{unique_to_conflict, Store, StoreError, StoreResult};
+use super::{unique_to_conflict, Store, StoreError, StoreResult, UpdateError};
 use crate::domain::campaigns::{search_text, CampaignStatus, CampaignType};
 use crate::domain::time::now_ms;
 use crate::domain::{new_id, DomainError};
@@ -41,9 +41,6 @@ pub struct CampaignQuery {
     pub page: u32,
     pub limit: u32,
 }
-
-/// The message of a lost optimistic race (retried, never shown unless retries run out).
-const RACE: &str = "the campaign changed while this update ran; retry";
 
 const COLUMNS: &str = "id, title, slug, description, campaign_type, status, start_date, end_date, vote_price, \
     verification_required, metadata, ticket_type_count, participant_count, created_at, updated_at";
@@ -173,7 +170,7 @@ impl Store {
             .bind(id)
             .fetch_optional(self.reader())
             .await?
-            .ok_or(StoreError::NotFound)?;
+            .ok_or(StoreError::NotFound("campaign"))?;
         from_row(&row)
     }
 
@@ -202,7 +199,7 @@ impl Store {
         loop {
             attempt += 1;
             match self.try_update_campaign(account_id, id, &change, &audit).await {
-                Err(UpdateError::Store(StoreError::Conflict(m))) if m == RACE && attempt < 8 => continue,
+                Err(UpdateError::Raced) if attempt < 8 => continue,
                 other => return other,
             }
         }
@@ -222,7 +219,7 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await
             .map_err(StoreError::from)?
-            .ok_or(StoreError::NotFound)?;
+            .ok_or(StoreError::NotFound("campaign"))?;
         let before = from_row(&row)?;
         let mut after = change(&before)?;
         after.updated_at = now_ms().max(before.updated_at + 1);
@@ -253,7 +250,7 @@ impl Store {
         .map_err(|e| unique_to_conflict(e, "a campaign with this slug already exists"))?
         .rows_affected();
         if n == 0 {
-            return Err(StoreError::Conflict(RACE.into()).into());
+            return Err(UpdateError::Raced);
         }
         let action = if before.status != after.status { "campaign.status_changed" } else { "campaign.updated" };
         let summary = serde_json::json!({"before": summary(&before), "after": summary(&after)});
@@ -280,20 +277,5 @@ impl Store {
             f.and("id = ?", Arg::Text(id.clone()));
         }
         self.page(COLUMNS, "FROM campaigns", "created_at DESC, id DESC", &f, (q.page, q.limit), from_row).await
-    }
-}
-
-/// An update refused by the rules or by the store.
-#[derive(Debug, thiserror::Error)]
-pub enum UpdateError {
-    #[error(transparent)]
-    Domain(#[from] DomainError),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl From<sqlx::Error> for UpdateError {
-    fn from(e: sqlx::Error) -> Self {
-        UpdateError::Store(StoreError::Db(e))
     }
 }

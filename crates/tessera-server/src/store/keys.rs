@@ -122,7 +122,7 @@ impl Store {
             .bind(key_id)
             .fetch_optional(&mut *tx)
             .await?
-            .ok_or(StoreError::NotFound)?;
+            .ok_or(StoreError::NotFound("key"))?;
         bump_auth_generation(&mut *tx).await?;
         tx.commit().await?;
         info_from_row(&row)

@@ -25,8 +25,9 @@ use sqlx::{AnyPool, Executor};
 /// What the store can fail with. Handlers see `NotFound` and `Conflict`; the rest is internal.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("not found")]
-    NotFound,
+    /// The entity (`"campaign"`, `"account"`, …) is absent or belongs to another account.
+    #[error("{0} not found")]
+    NotFound(&'static str),
     #[error("conflict: {0}")]
     Conflict(String),
     #[error("database: {0}")]
@@ -36,6 +37,24 @@ pub enum StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// An update refused by the rules or by the store.
+#[derive(Debug, thiserror::Error)]
+pub enum UpdateError {
+    #[error(transparent)]
+    Domain(#[from] crate::domain::DomainError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The row changed between read and write (retried; surfaces only when retries run out).
+    #[error("the campaign changed while this update ran; retry")]
+    Raced,
+}
+
+impl From<sqlx::Error> for UpdateError {
+    fn from(e: sqlx::Error) -> Self {
+        UpdateError::Store(StoreError::Db(e))
+    }
+}
 
 /// Maps a unique-constraint violation to `Conflict` with the given message.
 pub(crate) fn unique_to_conflict(e: sqlx::Error, message: &str) -> StoreError {

@@ -82,7 +82,7 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
             return Err(match row {
-                None => StoreError::NotFound,
+                None => StoreError::NotFound("campaign"),
                 Some(r) if r.try_get::<String, _>("campaign_type")? != "voting" => {
                     StoreError::Conflict("participants belong to voting campaigns only".into())
                 }

@@ -53,7 +53,7 @@ impl Store {
         category: &str,
         change: impl FnOnce(Value) -> Result<Value, DomainError>,
         audit: Audit<'_>,
-    ) -> Result<Value, super::campaigns::UpdateError> {
+    ) -> Result<Value, super::UpdateError> {
         let now = now_ms();
         let mut tx = self.writer().begin().await?;
         sqlx::query(

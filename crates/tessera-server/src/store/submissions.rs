@@ -65,7 +65,7 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
             if found.is_none() {
-                return Err(StoreError::NotFound);
+                return Err(StoreError::NotFound("campaign"));
             }
         }
         s.id = new_id();

@@ -113,7 +113,7 @@ async fn refusal(conn: &mut sqlx::AnyConnection, account_id: &str, campaign_id: 
             .fetch_optional(conn)
             .await;
     match row {
-        Ok(None) => StoreError::NotFound,
+        Ok(None) => StoreError::NotFound("campaign"),
         Ok(Some(r)) => {
             let kind: String = r.try_get("campaign_type").unwrap_or_default();
             let status: String = r.try_get("status").unwrap_or_default();

@@ -12,7 +12,6 @@ use super::client_ip;
 use super::edge::origin_host;
 use crate::app::AppState;
 use crate::auth::directory::AuthKey;
-use crate::auth::guard::LimitInfo;
 use crate::auth::keys::plausible_key_id;
 use crate::auth::replay::ReplayError;
 use crate::domain::accounts::normalize_hostname;
@@ -38,10 +37,9 @@ fn valid_nonce(n: &str) -> bool {
     (8..=128).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// 429 for a blocked key/IP pair or a probing IP (D2.9): `Retry-After` only, since no request
-/// budget applies to a block.
+/// 429 for a blocked key/IP pair or a probing IP (D2.9).
 fn blocked(secs: u64) -> ApiError {
-    ApiError::blocked(secs)
+    ApiError::retry_later(secs, "too many failed authentication attempts; blocked for a while")
 }
 
 fn caller(key: &AuthKey, scheme: Scheme, domain: Option<String>) -> Caller {
@@ -71,27 +69,23 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
     } else {
         Ok(req)
     };
-    let mut req = match result {
-        Ok(v) => v,
-        Err(e) => {
-            let mut resp = e.into_response();
-            if let Some(m) = matched {
-                resp.extensions_mut().insert(m);
+    let mut resp = match result {
+        Err(e) => e.into_response(),
+        Ok(mut req) => {
+            // Filled by the caller extractor's per-account limit; only an admitted request needs one.
+            let slot = RateSlot::default();
+            req.extensions_mut().insert(slot.clone());
+            let mut resp = next.run(req).await;
+            if let Some(info) = *slot.0.lock().unwrap_or_else(|p| p.into_inner()) {
+                for (k, v) in crate::http::error::rate_limit_headers(info) {
+                    resp.headers_mut().insert(k, v);
+                }
             }
-            return resp;
+            resp
         }
     };
-    // Filled by the caller extractor's per-account limit; only an admitted request needs one.
-    let slot = RateSlot::default();
-    req.extensions_mut().insert(slot.clone());
-    let mut resp = next.run(req).await;
     if let Some(m) = matched {
         resp.extensions_mut().insert(m);
-    }
-    if let Some(info) = *slot.0.lock().unwrap_or_else(|p| p.into_inner()) {
-        for (k, v) in crate::http::error::rate_limit_headers(info) {
-            resp.headers_mut().insert(k, v);
-        }
     }
     resp
 }
@@ -118,10 +112,6 @@ async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiEr
     }
     let ip = client_ip(h, &parts.extensions, state.config.security.trust_forwarded_for);
     let now = now_ms();
-    let guard = &state.guards.failures;
-    if let Some(secs) = guard.pair_blocked(key_id, ip, now) {
-        return Err(blocked(secs));
-    }
     let key = lookup(state, key_id, ip, now).await?;
     let Some(secret) = key.hmac_secret().filter(|_| key.info.kind == KeyKind::Private) else {
         // A browser key cannot sign: its secret is only stored as a hash.
@@ -129,7 +119,7 @@ async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiEr
     };
     let tolerance = state.config.security.clock_tolerance_ms;
     let ts = tessera_sign::check_timestamp(timestamp, now, tolerance).map_err(|_| ApiError::stale_timestamp())?;
-    if ts < state.started_at_ms && state.replay_is_local() {
+    if ts < state.started_at_ms {
         // After a restart the in-memory replay store is empty: refuse what it cannot vouch for.
         return Err(ApiError::stale_timestamp());
     }
@@ -146,7 +136,7 @@ async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiEr
         .await
         .map_err(|_| ApiError::payload_too_large(state.config.max_body_bytes))?;
     if tessera_sign::verify_signature(secret, timestamp, parts.method.as_str(), path, &bytes, signature).is_err() {
-        guard.bad_signature(key_id, ip, now);
+        state.guards.failures.bad_signature(key_id, ip, now);
         return Err(ApiError::invalid_signature());
     }
     match state.replay.claim(key_id, nonce, signature, now, ts + tolerance + 1) {
@@ -158,10 +148,7 @@ async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiEr
                     "replay store full; refusing signed requests until entries expire (raise security.replay_capacity)"
                 );
             }
-            return Err(ApiError::rate_limited(
-                LimitInfo { limit: 0, remaining: 0, reset_secs: 5 },
-                "the server is busy; retry shortly",
-            ));
+            return Err(ApiError::retry_later(5, "the server is busy; retry shortly"));
         }
     }
     // D2.7: a domain named on a signed route must be an approved domain of the account.
@@ -198,6 +185,8 @@ async fn discard_refused_body(body: Body, declared: usize, max_body_bytes: usize
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), drain).await;
 }
 
+/// The active key with this id, unless this key id is blocked from this IP or the IP is blocked
+/// for probing unknown key ids (D2.9).
 async fn lookup(
     state: &AppState,
     key_id: &str,
@@ -205,6 +194,9 @@ async fn lookup(
     now: i64,
 ) -> Result<std::sync::Arc<AuthKey>, ApiError> {
     let guard = &state.guards.failures;
+    if let Some(secs) = guard.pair_blocked(key_id, ip, now) {
+        return Err(blocked(secs));
+    }
     let found =
         if plausible_key_id(key_id) { state.directory.key(key_id).await.map_err(ApiError::from)? } else { None };
     match found {
@@ -228,10 +220,11 @@ fn approved_domain(state: &AppState, raw: &str, account_id: &str) -> Result<Stri
     }
 }
 
-async fn domain_key_request(state: &AppState, mut req: Request) -> Result<Request, ApiError> {
-    let h = req.headers();
+async fn domain_key_request(state: &AppState, req: Request) -> Result<Request, ApiError> {
+    let (mut parts, body) = req.into_parts();
+    let h = &parts.headers;
     let (domain, key) = match (header(h, DOMAIN_HEADER), header(h, KEY_HEADER)) {
-        (Some(d), Some(k)) if !d.is_empty() && !k.is_empty() => (d.to_string(), k.to_string()),
+        (Some(d), Some(k)) if !d.is_empty() && !k.is_empty() => (d, k),
         (d, k) => {
             let mut e = ApiError::missing_auth("domain-key requests need x-white-label-domain and x-white-label-key");
             if d.is_none_or(str::is_empty) {
@@ -251,22 +244,18 @@ async fn domain_key_request(state: &AppState, mut req: Request) -> Result<Reques
         tracing::warn!(key_id, "private key sent in x-white-label-key; it should be revoked and rotated");
         return Err(ApiError::invalid_key().with_detail(KEY_HEADER, "private keys must never be sent from a browser"));
     }
-    let ip = client_ip(req.headers(), req.extensions(), state.config.security.trust_forwarded_for);
+    let ip = client_ip(h, &parts.extensions, state.config.security.trust_forwarded_for);
     let now = now_ms();
-    let guard = &state.guards.failures;
-    if let Some(secs) = guard.pair_blocked(key_id, ip, now) {
-        return Err(blocked(secs));
-    }
     let found = lookup(state, key_id, ip, now).await?;
     let matches = match &found.secret {
         crate::auth::directory::KeySecret::Hash(hash) => state.directory.keyring().secret_matches(secret, hash),
         crate::auth::directory::KeySecret::Hmac(_) => false,
     };
     if !matches {
-        guard.bad_signature(key_id, ip, now);
+        state.guards.failures.bad_signature(key_id, ip, now);
         return Err(ApiError::invalid_key());
     }
-    let host = approved_domain(state, &domain, &found.info.account_id)?;
+    let host = approved_domain(state, domain, &found.info.account_id)?;
     if let Some(origin) = header(h, header::ORIGIN.as_str()) {
         if origin_host(origin).as_deref() != Some(host.as_str()) {
             return Err(ApiError::domain_not_allowed()
@@ -274,6 +263,6 @@ async fn domain_key_request(state: &AppState, mut req: Request) -> Result<Reques
         }
     }
     let caller = caller(&found, Scheme::DomainKey, Some(host));
-    req.extensions_mut().insert(caller);
-    Ok(req)
+    parts.extensions.insert(caller);
+    Ok(Request::from_parts(parts, body))
 }

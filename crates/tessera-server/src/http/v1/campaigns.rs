@@ -11,7 +11,7 @@ use crate::domain::check::{free_object, text, Check};
 use crate::domain::time::{parse_rfc3339, rfc3339};
 use crate::domain::{money, DomainError};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
+use crate::http::error::{ApiResult, ErrorEnvelope};
 use crate::http::extract::{scope, AnyKey, ApiJson, ApiQuery, Scheme, Signed};
 use crate::store::campaigns::{Campaign, CampaignQuery};
 
@@ -267,11 +267,7 @@ pub async fn update(
             |current| build(&input, Some(current)).map(|(c, _)| c),
             audit(&caller, "campaign.updated", "campaign"),
         )
-        .await
-        .map_err(|e| match ApiError::from(e) {
-            e if e.code == "not_found" => ApiError::not_found("campaign"),
-            e => e,
-        })?;
+        .await?;
     Ok(ApiResponse::ok(CampaignUpdatedOut {
         id: c.id,
         status: c.status.as_str().into(),
@@ -290,11 +286,7 @@ pub async fn show(
     caller: Signed<scope::CampaignsRead>,
     Path(id): Path<String>,
 ) -> ApiResult<CampaignOut> {
-    let c = state
-        .store
-        .campaign(&caller.account_id, campaign_id(&id)?)
-        .await
-        .map_err(|_| ApiError::not_found("campaign"))?;
+    let c = state.store.campaign(&caller.account_id, campaign_id(&id)?).await?;
     Ok(ApiResponse::ok(CampaignOut::from(c, true)))
 }
 

@@ -18,7 +18,7 @@ use crate::http::envelope::{request_id, Pagination};
 use crate::http::error::{ApiError, Detail};
 use crate::http::extract::Caller;
 use crate::store::audit::Audit;
-use crate::store::campaigns::UpdateError;
+use crate::store::UpdateError;
 
 /// The account's settings as the API shows them: every category object, with each sealed
 /// secret replaced by its mask (D4.3).
@@ -76,6 +76,7 @@ impl From<UpdateError> for ApiError {
         match e {
             UpdateError::Domain(d) => d.into(),
             UpdateError::Store(s) => s.into(),
+            raced @ UpdateError::Raced => ApiError::conflict(raced.to_string()),
         }
     }
 }
@@ -110,6 +111,16 @@ pub fn push_domain(details: &mut Vec<Detail>, e: DomainError) -> Result<(), ApiE
             Ok(())
         }
         other => Err(other.into()),
+    }
+}
+
+/// A `campaignId` list filter must name one of the caller's campaigns (404 otherwise).
+pub async fn campaign_filter(state: &AppState, account_id: &str, id: Option<&str>) -> Result<(), ApiError> {
+    match id {
+        Some(c) if !state.store.campaign_exists(account_id, campaign_id(c)?).await? => {
+            Err(ApiError::not_found("campaign"))
+        }
+        _ => Ok(()),
     }
 }
 

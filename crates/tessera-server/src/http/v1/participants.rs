@@ -3,7 +3,7 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{audit, campaign_id, optional, pagination, reject_if_any, PageParams};
+use super::{audit, campaign_filter, campaign_id, optional, pagination, reject_if_any, PageParams};
 use crate::app::AppState;
 use crate::domain::check::{text, url, Check};
 use crate::domain::participants::{parse_code, parse_status};
@@ -103,11 +103,7 @@ pub async fn create(
             NewParticipant { name, code, description, image_url, status },
             audit(&caller, "participant.created", "participant"),
         )
-        .await
-        .map_err(|e| match e {
-            crate::store::StoreError::NotFound => ApiError::not_found("campaign"),
-            other => other.into(),
-        })?;
+        .await?;
     Ok(ApiResponse::created(p.into()))
 }
 
@@ -138,11 +134,7 @@ pub async fn list(
     let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
     let status = optional(&mut details, q.status.as_deref(), |s| parse_status("status", s))?;
     reject_if_any(details)?;
-    if let Some(c) = &q.campaign_id {
-        if !state.store.campaign_exists(&caller.account_id, campaign_id(c)?).await? {
-            return Err(ApiError::not_found("campaign"));
-        }
-    }
+    campaign_filter(&state, &caller.account_id, q.campaign_id.as_deref()).await?;
     let query = ParticipantQuery { campaign_id: q.campaign_id, search: q.search, status, page, limit };
     let (items, total) = state.store.list_participants(&caller.account_id, &query).await?;
     Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), pagination(page, limit, total)))

@@ -96,7 +96,7 @@ pub async fn update(
     };
     crate::domain::check::free_object("config", &patch)?;
     let keyring = state.directory.keyring();
-    let account = caller.account_id.clone();
+    let account = &caller.account_id;
     let stored = state
         .store
         .update_setting(

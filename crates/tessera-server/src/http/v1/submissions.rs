@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{audit, campaign_id, optional, pagination, reject_if_any, PageParams};
+use super::{audit, campaign_filter, campaign_id, optional, pagination, reject_if_any, PageParams};
 use crate::app::AppState;
 use crate::domain::check::{email, free_object, phone, text, Check};
 use crate::domain::submissions::parse_kind;
@@ -120,11 +120,7 @@ pub async fn create(
     let created = state
         .store
         .create_submission(&caller.account_id, s, audit(&caller, "submission.created", "submission"))
-        .await
-        .map_err(|e| match e {
-            crate::store::StoreError::NotFound => ApiError::not_found("campaign"),
-            other => other.into(),
-        })?;
+        .await?;
     Ok(ApiResponse::created(created.into()))
 }
 
@@ -154,11 +150,7 @@ pub async fn list(
     let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
     let kind = optional(&mut details, q.kind.as_deref(), |k| parse_kind("type", k))?;
     reject_if_any(details)?;
-    if let Some(c) = &q.campaign_id {
-        if !state.store.campaign_exists(&caller.account_id, campaign_id(c)?).await? {
-            return Err(ApiError::not_found("campaign"));
-        }
-    }
+    campaign_filter(&state, &caller.account_id, q.campaign_id.as_deref()).await?;
     let (items, total) = state
         .store
         .list_submissions(&caller.account_id, &SubmissionQuery { kind, campaign_id: q.campaign_id, page, limit })

@@ -123,13 +123,6 @@ fn required_campaign(check: &mut Check, id: &Option<String>) -> Option<String> {
     }
 }
 
-fn not_found_as_campaign(e: crate::store::StoreError) -> ApiError {
-    match e {
-        crate::store::StoreError::NotFound => ApiError::not_found("campaign"),
-        other => other.into(),
-    }
-}
-
 /// POST /api/white-label/v1/ticket-types — Signed — tickets:write
 #[utoipa::path(
     post, path = "/api/white-label/v1/ticket-types", tag = "ticket types", security(("signed" = [])),
@@ -160,8 +153,7 @@ pub async fn create(
             &t,
             audit(&caller, "ticket_type.created", "ticket_type"),
         )
-        .await
-        .map_err(not_found_as_campaign)?;
+        .await?;
     Ok(ApiResponse::created(created.into()))
 }
 
@@ -213,8 +205,7 @@ pub async fn bootstrap(
             &types,
             audit(&caller, "ticket_types.bootstrapped", "campaign"),
         )
-        .await
-        .map_err(not_found_as_campaign)?;
+        .await?;
     Ok(ApiResponse::created(BootstrapOut {
         campaign_id: campaign,
         ticket_types: created.into_iter().map(Into::into).collect(),
@@ -247,8 +238,7 @@ pub async fn list(
     let campaign = match (&q.campaign_id, &caller.campaign_id) {
         (Some(asked), Some(own)) if asked != own => return Err(ApiError::not_found("campaign")),
         (Some(asked), _) => {
-            let c =
-                state.store.campaign(&caller.account_id, campaign_id(asked)?).await.map_err(not_found_as_campaign)?;
+            let c = state.store.campaign(&caller.account_id, campaign_id(asked)?).await?;
             if c.status != crate::domain::campaigns::CampaignStatus::Approved {
                 return Err(ApiError::not_found("campaign"));
             }
