@@ -278,11 +278,11 @@ async fn serve(cfg: Config, with_demo: bool) -> anyhow::Result<()> {
     let addr = app.local_addr();
     tracing::info!(%addr, database = if cfg.database_url.is_empty() { "sqlite" } else { "postgres" }, "tessera listening");
     if with_demo {
-        let (store, keyring) = open_store(&cfg).await?;
-        let keys = demo::ensure(&store, &keyring, cfg.data_dir()).await?;
+        let state = app.state();
+        let keys = demo::ensure(&state.store, state.directory.keyring(), cfg.data_dir()).await?;
         let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
         println!("{}", demo::banner(&keys, &format!("http://{host}:{}", addr.port()), &exe_for_display()));
-        app.state().directory.refresh().await?;
+        state.directory.refresh().await?;
     }
     app.run_until_stopped(stop).await
 }
