@@ -1,51 +1,19 @@
-//! The application: state shared by handlers, building it from config, and serving until a
-//! shutdown signal (in-flight requests finish first).
+//! The application: builds the state, the router and the workers from config, and serves until a
+//! shutdown signal (in-flight requests finish first). Nothing below imports this module.
 use std::net::SocketAddr;
-use std::ops::Deref;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::crypto::Keyring;
 use crate::auth::directory::KeyDirectory;
 use crate::auth::guard::Guards;
 use crate::auth::replay::ReplayStore;
 use crate::config::Config;
 use crate::domain::time::now_ms;
-use crate::store::Store;
-
-pub struct AppInner {
-    pub config: Config,
-    pub store: Store,
-    pub directory: KeyDirectory,
-    pub replay: ReplayStore,
-    pub guards: Guards,
-    /// Signed timestamps older than this are refused (D2.6).
-    pub started_at_ms: i64,
-    pub openapi_json: String,
-}
-
-/// Shared state; cheap to clone.
-#[derive(Clone)]
-pub struct AppState(Arc<AppInner>);
-
-impl Deref for AppState {
-    type Target = AppInner;
-    fn deref(&self) -> &AppInner {
-        &self.0
-    }
-}
-
-/// Opens the store and the master key as the server and the operator CLI both do.
-pub async fn open_store(config: &Config) -> anyhow::Result<(Store, Arc<Keyring>)> {
-    let keyring = Keyring::load_or_create(config.data_dir(), config.master_key.as_ref()).context("master key")?;
-    let store =
-        Store::open(&config.effective_database_url(), config.db_max_connections).await.context("opening the store")?;
-    Ok((store, Arc::new(keyring)))
-}
+use crate::state::AppInner;
+pub use crate::state::{open_store, AppState};
 
 pub struct Application {
     listener: TcpListener,
@@ -58,7 +26,7 @@ impl Application {
         let (store, keyring) = open_store(&config).await?;
         let directory = KeyDirectory::load(store.clone(), keyring).await?;
         let listener = TcpListener::bind(config.listen).await.with_context(|| format!("binding {}", config.listen))?;
-        let state = AppState(Arc::new(AppInner {
+        let state = AppState::new(AppInner {
             replay: ReplayStore::new(config.security.replay_capacity),
             guards: Guards::new(&config.security),
             started_at_ms: now_ms(),
@@ -66,7 +34,7 @@ impl Application {
             directory,
             store,
             config,
-        }));
+        });
         Ok(Application { listener, state })
     }
 

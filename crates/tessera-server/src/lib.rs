@@ -4,7 +4,9 @@
 //! (`shared/spec/api-spec.md`, open points decided in `shared/spec/DECISIONS.md`).
 //!
 //! ## Layout
-//! - [`config`], [`telemetry`], [`app`]: settings, logging, the application and its state.
+//! - [`config`], [`telemetry`]: settings and logging.
+//! - [`state`]: [`state::AppState`], what handlers and workers share. `http` imports it, never
+//!   [`app`], which builds the state, the router and the workers and serves them.
 //! - [`http`]: the route table ([`http::router`]), envelope, errors, extractors and middleware;
 //!   handlers in `http::v1::<resource>`.
 //! - [`auth`]: master key and secrets, key directory (cached keys), replay store, guards.
@@ -28,5 +30,6 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod state;
 pub mod store;
 pub mod telemetry;

@@ -13,10 +13,10 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use super::error::{ApiError, Detail};
-use crate::app::AppState;
 use crate::auth::guard::LimitInfo;
 use crate::domain::accounts::AccountStatus;
 use crate::domain::scopes::{KeyKind, Scope, Scopes};
+use crate::state::AppState;
 
 /// How the caller authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// GET /healthz — the process is up.
 #[utoipa::path(get, path = "/healthz", tag = "health", responses((status = 200, description = "up")))]

@@ -16,7 +16,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::app::AppState;
+use crate::state::AppState;
 use error::ApiError;
 
 pub const V1: &str = "/api/white-label/v1";

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tessera_client::{Client, Method, RawResponse};
-use tessera_server::app::{AppState, Application};
+use tessera_server::app::Application;
 use tessera_server::auth::crypto::Keyring;
 use tessera_server::cli::admin;
 use tessera_server::config::{Config, Overrides};
+use tessera_server::state::AppState;
 use tessera_server::store::Store;
 
 /// Declares each listed `async fn name(b: Backend)` as two tests: `sqlite::name` and
@@ -159,7 +160,7 @@ pub async fn spawn_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -> Te
     tokio::spawn(app.run_until_stopped(async move {
         let _ = rx.await;
     }));
-    let (store, keyring) = tessera_server::app::open_store(&config).await.expect("store");
+    let (store, keyring) = tessera_server::state::open_store(&config).await.expect("store");
     let mut t = TestApp {
         base_url,
         state,

@@ -10,7 +10,6 @@ use axum::response::{IntoResponse, Response};
 
 use super::client_ip;
 use super::edge::origin_host;
-use crate::app::AppState;
 use crate::auth::directory::AuthKey;
 use crate::auth::keys::plausible_key_id;
 use crate::auth::replay::ReplayError;
@@ -19,6 +18,7 @@ use crate::domain::scopes::KeyKind;
 use crate::domain::time::now_ms;
 use crate::http::error::ApiError;
 use crate::http::extract::{Caller, RateSlot, Scheme};
+use crate::state::AppState;
 
 const DOMAIN_HEADER: &str = "x-white-label-domain";
 const KEY_HEADER: &str = "x-white-label-key";

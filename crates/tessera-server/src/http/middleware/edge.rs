@@ -6,9 +6,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::client_ip;
-use crate::app::AppState;
 use crate::http::error::{rate_limit_headers, ApiError};
 use crate::http::is_domain_key_path;
+use crate::state::AppState;
 
 pub const ALLOWED_HEADERS: &str = "content-type, x-white-label-domain, x-white-label-key, x-request-id";
 pub const EXPOSED_HEADERS: &str = "x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, retry-after";

@@ -5,7 +5,6 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{audit, campaign_id, optional, pagination, reject_if_any, PageParams};
-use crate::app::AppState;
 use crate::domain::campaigns::{parse_slug, slugify, CampaignStatus, CampaignType};
 use crate::domain::check::{free_object, text, Check};
 use crate::domain::time::{parse_rfc3339, rfc3339};
@@ -13,6 +12,7 @@ use crate::domain::{money, DomainError};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiResult, ErrorEnvelope};
 use crate::http::extract::{scope, AnyKey, ApiJson, ApiQuery, Scheme, Signed};
+use crate::state::AppState;
 use crate::store::campaigns::{Campaign, CampaignQuery};
 
 /// Body of `POST /campaigns` (and, every field optional, of `PATCH /campaigns/:campaignId`).

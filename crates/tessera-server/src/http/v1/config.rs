@@ -4,10 +4,10 @@ use axum::extract::State;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::app::AppState;
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiResult, ErrorEnvelope};
 use crate::http::extract::{scope, DomainKey};
+use crate::state::AppState;
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

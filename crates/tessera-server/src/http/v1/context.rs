@@ -3,11 +3,11 @@ use axum::extract::State;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::app::AppState;
 use crate::domain::settings::provider_summary;
 use crate::http::envelope::ApiResponse;
 use crate::http::error::ApiResult;
 use crate::http::extract::{scope, Signed};
+use crate::state::AppState;
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

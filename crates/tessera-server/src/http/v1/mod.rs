@@ -12,11 +12,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use utoipa::IntoParams;
 
-use crate::app::AppState;
 use crate::domain::DomainError;
 use crate::http::envelope::{request_id, Pagination};
 use crate::http::error::{ApiError, Detail};
 use crate::http::extract::Caller;
+use crate::state::AppState;
 use crate::store::audit::Audit;
 use crate::store::UpdateError;
 

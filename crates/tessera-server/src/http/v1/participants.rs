@@ -4,13 +4,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{audit, campaign_filter, campaign_id, optional, pagination, reject_if_any, PageParams};
-use crate::app::AppState;
 use crate::domain::check::{text, url, Check};
 use crate::domain::participants::{parse_code, parse_status};
 use crate::domain::time::rfc3339;
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
 use crate::http::extract::{scope, ApiJson, ApiQuery, Signed};
+use crate::state::AppState;
 use crate::store::participants::{NewParticipant, Participant, ParticipantQuery};
 
 /// Body of `POST /participants`.

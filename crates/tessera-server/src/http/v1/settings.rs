@@ -6,12 +6,12 @@ use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
 use super::{audit, settings_view};
-use crate::app::AppState;
 use crate::domain::settings::{mask_sealed, merge_patch, parse_category, seal_secrets, validate, CATEGORIES, SEALED};
 use crate::domain::DomainError;
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiError, ApiResult, Detail, ErrorEnvelope};
 use crate::http::extract::{scope, ApiJson, Signed};
+use crate::state::AppState;
 
 /// GET /api/white-label/v1/settings — Signed — settings:read
 ///

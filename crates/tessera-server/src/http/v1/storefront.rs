@@ -6,10 +6,10 @@ use utoipa::ToSchema;
 
 use super::campaigns::CampaignOut;
 use super::ticket_types::TicketTypeOut;
-use crate::app::AppState;
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiResult, ErrorEnvelope};
 use crate::http::extract::{scope, DomainKey};
+use crate::state::AppState;
 use crate::store::campaigns::CampaignQuery;
 
 /// At most this many campaigns, newest first, in one storefront.

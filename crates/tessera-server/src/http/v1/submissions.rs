@@ -5,13 +5,13 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{audit, campaign_filter, campaign_id, optional, pagination, reject_if_any, PageParams};
-use crate::app::AppState;
 use crate::domain::check::{email, free_object, phone, text, Check};
 use crate::domain::submissions::parse_kind;
 use crate::domain::time::rfc3339;
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
 use crate::http::extract::{scope, ApiJson, ApiQuery, Signed};
+use crate::state::AppState;
 use crate::store::submissions::{Submission, SubmissionQuery};
 
 /// Body of `POST /submissions`.

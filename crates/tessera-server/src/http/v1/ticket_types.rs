@@ -5,7 +5,6 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{audit, campaign_id, pagination, reject_if_any, PageParams};
-use crate::app::AppState;
 use crate::domain::check::Check;
 use crate::domain::money::to_ghs;
 use crate::domain::ticket_types::{parse, remaining, NewTicketType, TicketTypeInput};
@@ -13,6 +12,7 @@ use crate::domain::time::rfc3339;
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
 use crate::http::extract::{scope, ApiJson, ApiQuery, DomainKey, Signed};
+use crate::state::AppState;
 use crate::store::ticket_types::{TicketType, TicketTypeQuery};
 
 /// Body of `POST /ticket-types`; also an item of a bootstrap (there without `campaignId`).

@@ -1,0 +1,55 @@
+//! `AppState`: what handlers and workers share (store, key directory, guards, provider
+//! clients). It sits below `http/` and `workers/` and above `store/`, `auth/` and `domain/`:
+//! `http` and `workers` import this module, never `app`, so the layers stay a line, not a circle.
+use std::ops::Deref;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+use crate::auth::crypto::Keyring;
+use crate::auth::directory::KeyDirectory;
+use crate::auth::guard::Guards;
+use crate::auth::replay::ReplayStore;
+use crate::config::Config;
+use crate::store::Store;
+
+pub struct AppInner {
+    pub config: Config,
+    pub store: Store,
+    pub directory: KeyDirectory,
+    pub replay: ReplayStore,
+    pub guards: Guards,
+    /// Signed timestamps older than this are refused (D2.6).
+    pub started_at_ms: i64,
+    pub openapi_json: String,
+}
+
+/// Shared state; cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<AppInner>);
+
+impl AppState {
+    pub fn new(inner: AppInner) -> Self {
+        AppState(Arc::new(inner))
+    }
+
+    /// The master keyring (sealed settings secrets, private key secrets).
+    pub fn keyring(&self) -> &Keyring {
+        self.directory.keyring()
+    }
+}
+
+impl Deref for AppState {
+    type Target = AppInner;
+    fn deref(&self) -> &AppInner {
+        &self.0
+    }
+}
+
+/// Opens the store and the master key as the server and the operator CLI both do.
+pub async fn open_store(config: &Config) -> anyhow::Result<(Store, Arc<Keyring>)> {
+    let keyring = Keyring::load_or_create(config.data_dir(), config.master_key.as_ref()).context("master key")?;
+    let store =
+        Store::open(&config.effective_database_url(), config.db_max_connections).await.context("opening the store")?;
+    Ok((store, Arc::new(keyring)))
+}
