@@ -12,6 +12,7 @@ use crate::auth::guard::Guards;
 use crate::auth::replay::ReplayStore;
 use crate::config::Config;
 use crate::domain::time::now_ms;
+use crate::providers::outbound::Outbound;
 use crate::state::AppInner;
 pub use crate::state::{open_store, AppState};
 
@@ -31,6 +32,10 @@ impl Application {
             guards: Guards::new(&config.security),
             started_at_ms: now_ms(),
             openapi_json: crate::http::openapi().to_json().context("openapi")?,
+            outbound: Outbound::new(
+                Duration::from_millis(config.providers.timeout_ms),
+                config.security.allow_private_endpoints,
+            )?,
             directory,
             store,
             config,

@@ -20,6 +20,10 @@ pub struct Config {
     pub max_body_bytes: usize,
     pub db_max_connections: u32,
     pub security: SecurityConfig,
+    pub payments: PaymentsConfig,
+    pub workers: WorkersConfig,
+    pub notifications: NotificationsConfig,
+    pub providers: ProvidersConfig,
     #[serde(skip)]
     pub master_key: Option<SecretString>,
 }
@@ -38,6 +42,64 @@ pub struct SecurityConfig {
     pub replay_capacity: usize,
     pub trust_forwarded_for: bool,
     pub auth_cache_refresh_ms: u64,
+    pub allow_private_endpoints: bool,
+}
+
+/// `[payments]`: holds, polling, settlement and the platform's default fee (D11.4, D16.3, D16.5).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaymentsConfig {
+    pub hold_seconds: u64,
+    pub verify_interval_seconds: f64,
+    pub settlement_delay_seconds: u64,
+    pub fee_percent: f64,
+    pub fee_fixed: f64,
+}
+
+/// `[workers]` (D11.4, D16.8).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkersConfig {
+    pub poll_ms: u64,
+    pub lease_seconds: u64,
+    pub enabled: bool,
+}
+
+/// `[notifications]` (D11.4).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotificationsConfig {
+    pub retry_scale: f64,
+}
+
+/// `[providers]`: the platform's shared provider credentials (D11.2).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProvidersConfig {
+    pub timeout_ms: u64,
+    pub provider_a: ProviderConfig,
+    pub provider_b: ProviderConfig,
+    pub provider_c: ProviderConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub base_url: String,
+    /// Empty: not configured.
+    pub secret_key: SecretString,
+}
+
+impl ProvidersConfig {
+    /// The shared credentials of a provider by its identifier (`provider_a` …).
+    pub fn get(&self, name: &str) -> Option<&ProviderConfig> {
+        match name {
+            "provider_a" => Some(&self.provider_a),
+            "provider_b" => Some(&self.provider_b),
+            "provider_c" => Some(&self.provider_c),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -78,6 +140,15 @@ where
     match env(name) {
         None => Ok(None),
         Some(v) => v.parse().map(Some).map_err(|e| anyhow::anyhow!("{name}={v:?}: {e}")),
+    }
+}
+
+/// `1`/`true`/`on` or `0`/`false`/`off`.
+fn env_flag(name: &str, v: &str) -> anyhow::Result<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "true" | "on" | "yes" => Ok(true),
+        "0" | "false" | "off" | "no" => Ok(false),
+        other => anyhow::bail!("{name} must be 1 or 0, not {other:?}"),
     }
 }
 
@@ -127,6 +198,46 @@ impl Config {
         }
         if let Some(v) = env_parse("TESSERA_AUTH_FAILURE_LIMIT")? {
             s.auth_failure_limit = v;
+        }
+        if let Some(v) = env("TESSERA_ALLOW_PRIVATE_ENDPOINTS") {
+            s.allow_private_endpoints = env_flag("TESSERA_ALLOW_PRIVATE_ENDPOINTS", &v)?;
+        }
+        let p = &mut cfg.payments;
+        if let Some(v) = env_parse("TESSERA_PAYMENT_HOLD_SECONDS")? {
+            p.hold_seconds = v;
+        }
+        if let Some(v) = env_parse("TESSERA_PAYMENT_VERIFY_INTERVAL_SECONDS")? {
+            p.verify_interval_seconds = v;
+        }
+        if let Some(v) = env_parse("TESSERA_PAYMENT_SETTLEMENT_DELAY_SECONDS")? {
+            p.settlement_delay_seconds = v;
+        }
+        if let Some(v) = env_parse("TESSERA_WORKER_POLL_MS")? {
+            cfg.workers.poll_ms = v;
+        }
+        if let Some(v) = env("TESSERA_WORKERS_ENABLED") {
+            cfg.workers.enabled = env_flag("TESSERA_WORKERS_ENABLED", &v)?;
+        }
+        if let Some(v) = env_parse("TESSERA_NOTIFICATION_RETRY_SCALE")? {
+            cfg.notifications.retry_scale = v;
+        }
+        for (name, provider) in [
+            ("A", &mut cfg.providers.provider_a),
+            ("B", &mut cfg.providers.provider_b),
+            ("C", &mut cfg.providers.provider_c),
+        ] {
+            if let Some(v) = env(&format!("TESSERA_PROVIDER_{name}_BASE_URL")) {
+                provider.base_url = v;
+            }
+            if let Some(v) = env(&format!("TESSERA_PROVIDER_{name}_SECRET_KEY")) {
+                provider.secret_key = SecretString::from(v);
+            }
+        }
+        if !(cfg.payments.verify_interval_seconds.is_finite() && cfg.payments.verify_interval_seconds > 0.0) {
+            anyhow::bail!("payments.verify_interval_seconds must be a positive number");
+        }
+        if !(cfg.notifications.retry_scale.is_finite() && cfg.notifications.retry_scale >= 0.0) {
+            anyhow::bail!("notifications.retry_scale must be a number ≥ 0");
         }
         cfg.master_key = env("TESSERA_MASTER_KEY").map(SecretString::from);
 

@@ -30,6 +30,7 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod providers;
 pub mod state;
 pub mod store;
 pub mod telemetry;

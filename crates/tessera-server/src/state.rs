@@ -11,6 +11,7 @@ use crate::auth::directory::KeyDirectory;
 use crate::auth::guard::Guards;
 use crate::auth::replay::ReplayStore;
 use crate::config::Config;
+use crate::providers::outbound::Outbound;
 use crate::store::Store;
 
 pub struct AppInner {
@@ -22,6 +23,8 @@ pub struct AppInner {
     /// Signed timestamps older than this are refused (D2.6).
     pub started_at_ms: i64,
     pub openapi_json: String,
+    /// Outbound HTTP to providers and gateways (D16.25).
+    pub outbound: Outbound,
 }
 
 /// Shared state; cheap to clone.

@@ -1,0 +1,1 @@
+//! The gateway protocol of docs/providers.md, spoken by `provider_b` and `provider_c`.

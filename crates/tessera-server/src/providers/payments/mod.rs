@@ -1,0 +1,225 @@
+//! Payment providers (D11.1): one trait, one adapter file per provider. `provider_a` speaks
+//! Paystack's API; `provider_b` and `provider_c` speak the gateway protocol of
+//! docs/providers.md and differ only in their webhook signature (D6.1). Adding a real provider
+//! is one new adapter file and one arm in [`adapter`].
+//!
+//! Amounts cross this boundary in pesewas, as every adapter's wire does.
+pub mod gateway;
+pub mod provider_a;
+pub mod provider_b;
+pub mod provider_c;
+
+use secrecy::SecretString;
+use serde_json::Value;
+
+use super::outbound::Outbound;
+
+/// The three provider identifiers of the webhook route and the settings (spec, D4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderId {
+    A,
+    B,
+    C,
+}
+
+impl ProviderId {
+    pub const ALL: [ProviderId; 3] = [ProviderId::A, ProviderId::B, ProviderId::C];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderId::A => "provider_a",
+            ProviderId::B => "provider_b",
+            ProviderId::C => "provider_c",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ProviderId> {
+        ProviderId::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// The webhook signature header (D6.1).
+    pub fn signature_header(self) -> &'static str {
+        match self {
+            ProviderId::A => "x-provider_a-signature",
+            ProviderId::B => "x-provider_b-signature",
+            ProviderId::C => "x-provider_c-signature",
+        }
+    }
+}
+
+/// Where and as whom to call a provider.
+#[derive(Clone, Debug)]
+pub struct Credentials {
+    /// Base URL without a trailing slash, e.g. `http://127.0.0.1:8090/provider_a`.
+    pub base_url: String,
+    pub secret_key: SecretString,
+    /// True when the account supplied the URL: the call goes through the private-address guard.
+    pub account_supplied: bool,
+}
+
+/// A charge to create (`reference` is Tessera's, D16.24).
+#[derive(Debug, Clone)]
+pub struct ChargeRequest<'a> {
+    pub reference: &'a str,
+    /// Pesewas.
+    pub amount: i64,
+    pub currency: &'a str,
+    pub email: &'a str,
+    pub callback_url: Option<&'a str>,
+    pub metadata: &'a Value,
+}
+
+/// What the provider answers to a new charge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChargeInit {
+    pub authorization_url: String,
+    pub access_code: String,
+}
+
+/// A charge's or a transfer's state at the provider, mapped to three outcomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteStatus {
+    /// Not settled yet (Paystack's `abandoned`, `ongoing`, `pending`, `processing`, `queued`…).
+    Pending,
+    Success,
+    /// Failed, declined or reversed.
+    Failed,
+}
+
+/// A charge as the provider's verify API reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChargeState {
+    pub reference: String,
+    pub status: RemoteStatus,
+    /// Pesewas.
+    pub amount: i64,
+    pub currency: String,
+}
+
+/// A payout to create (reference = the withdrawal id, D14.1).
+#[derive(Debug, Clone)]
+pub struct TransferRequest<'a> {
+    pub reference: &'a str,
+    /// Pesewas.
+    pub amount: i64,
+    pub currency: &'a str,
+    pub account_name: &'a str,
+    pub account_number: &'a str,
+    pub bank_code: &'a str,
+    pub bank_name: &'a str,
+    pub reason: &'a str,
+}
+
+/// A transfer as the provider reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferState {
+    pub reference: String,
+    pub status: RemoteStatus,
+    /// Pesewas.
+    pub amount: i64,
+    pub currency: String,
+    /// The provider's failure reason, when it gives one.
+    pub reason: Option<String>,
+}
+
+/// A verified webhook body, read into the D6 shape `{event, data: {id, reference, status,
+/// amount, currency, …}}`. Only a trigger: the worker confirms with the verify API (D6.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderEvent {
+    /// `charge.success`, `charge.failed`, `transfer.success`, `transfer.failed` (others are
+    /// stored and ignored).
+    pub event: String,
+    /// The provider's id of the charge or transfer (`data.id`), when present.
+    pub id: Option<String>,
+    pub reference: String,
+}
+
+impl ProviderEvent {
+    /// The idempotency key of D16.7: `event` + `data.id` when present, else `event` +
+    /// `data.reference`.
+    pub fn event_key(&self) -> String {
+        match &self.id {
+            Some(id) => format!("{}:id:{}", self.event, id),
+            None => format!("{}:ref:{}", self.event, self.reference),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// Network error, timeout or a 5xx: routing falls back (D5.4), workers retry (D16.8).
+    #[error("provider unreachable: {0}")]
+    Unreachable(String),
+    /// The provider knows no charge or transfer with this reference.
+    #[error("the provider has no such reference")]
+    NotFound,
+    /// A transfer with this reference exists already (D16.13).
+    #[error("the provider already has this reference")]
+    Duplicate,
+    /// A 4xx other than the above (bad key, refused request), or a 2xx we could not read.
+    #[error("provider refused: {0}")]
+    Rejected(String),
+    /// The URL is refused by the private-address guard (D16.25).
+    #[error("blocked outbound address: {0}")]
+    Blocked(String),
+}
+
+impl ProviderError {
+    /// Errors after which another provider (or a later retry) may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, ProviderError::Unreachable(_))
+    }
+}
+
+pub type ProviderResult<T> = Result<T, ProviderError>;
+
+/// One payment provider's API, client side. Implementations are stateless: the HTTP client and
+/// the credentials come with every call.
+#[async_trait::async_trait]
+pub trait PaymentProvider: Send + Sync {
+    fn id(&self) -> ProviderId;
+
+    /// Creates a charge; the customer pays at `authorization_url`.
+    async fn initialize(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        req: &ChargeRequest<'_>,
+    ) -> ProviderResult<ChargeInit>;
+
+    /// Asks for a charge's state by Tessera's reference.
+    async fn verify_charge(&self, http: &Outbound, creds: &Credentials, reference: &str)
+        -> ProviderResult<ChargeState>;
+
+    /// Creates a transfer (with its recipient, where the provider needs one first).
+    async fn create_transfer(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        req: &TransferRequest<'_>,
+    ) -> ProviderResult<TransferState>;
+
+    /// Asks for a transfer's state by Tessera's reference.
+    async fn verify_transfer(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        reference: &str,
+    ) -> ProviderResult<TransferState>;
+
+    /// Checks a webhook's signature header value over the raw body with `secret` (D6.1), in
+    /// constant time.
+    fn verify_signature(&self, secret: &[u8], body: &[u8], signature: &str) -> bool;
+
+    /// Reads a webhook body (after its signature was verified).
+    fn parse_event(&self, body: &[u8]) -> Result<ProviderEvent, String>;
+}
+
+/// The adapter of a provider.
+pub fn adapter(id: ProviderId) -> &'static dyn PaymentProvider {
+    match id {
+        ProviderId::A => &provider_a::ProviderA,
+        ProviderId::B => &provider_b::ProviderB,
+        ProviderId::C => &provider_c::ProviderC,
+    }
+}
