@@ -32,6 +32,7 @@ impl Application {
             guards: Guards::new(&config.security),
             started_at_ms: now_ms(),
             openapi_json: crate::http::openapi().to_json().context("openapi")?,
+            worker_id: crate::domain::new_id(),
             outbound: Outbound::new(
                 Duration::from_millis(config.providers.timeout_ms),
                 config.security.allow_private_endpoints,
@@ -58,12 +59,23 @@ impl Application {
     ) -> anyhow::Result<()> {
         let cancel = CancellationToken::new();
         let background = tokio::spawn(maintenance(self.state.clone(), cancel.clone()));
+        let workers =
+            if self.state.config.workers.enabled { crate::workers::spawn(&self.state, &cancel) } else { Vec::new() };
         let app = crate::http::router(self.state.clone());
         let result = axum::serve(self.listener, app.into_make_service_with_connect_info::<SocketAddr>())
             .with_graceful_shutdown(shutdown)
             .await;
         cancel.cancel();
         let _ = background.await;
+        // Each worker finishes the job it is on; whatever is still claimed goes back (D16.22).
+        for w in workers {
+            let _ = w.await;
+        }
+        match self.state.store.release_claims(&self.state.worker_id).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(jobs = n, "handed claimed jobs back"),
+            Err(e) => tracing::warn!(error = %e, "handing claimed jobs back failed; their leases will expire"),
+        }
         result.context("serving")
     }
 }

@@ -84,6 +84,25 @@ enum AdminCommand {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// The money audit.
+    Ledger {
+        #[command(subcommand)]
+        command: LedgerCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum LedgerCommand {
+    /// Checks that the ledger equals confirmed charges less fees (less withdrawals), that tickets
+    /// issued equal quantities paid and votes equal amounts paid / vote_price. Exits 1 on any
+    /// difference.
+    Check {
+        /// Only this account (slug); every account when omitted.
+        #[arg(long)]
+        account: Option<String>,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
 }
 
 #[derive(Subcommand)]
@@ -242,15 +261,20 @@ async fn run_admin(cfg: &Config, command: AdminCommand) -> ExitCode {
         AdminCommand::Audit { command: AuditCommand::List { account, limit, out } } => {
             (admin::audit_list(&store, &account, limit).await, out.json)
         }
+        AdminCommand::Ledger { command: LedgerCommand::Check { account, out } } => {
+            (admin::ledger_check(&store, account.as_deref()).await, out.json)
+        }
     };
+    // A report that says `ok: false` (the money audit) prints like any other and exits 1.
+    let code = |v: &Value| if v.get("ok") == Some(&Value::Bool(false)) { ExitCode::from(1) } else { ExitCode::SUCCESS };
     match result {
         Ok(v) if json => {
             println!("{v}");
-            ExitCode::SUCCESS
+            code(&v)
         }
         Ok(v) => {
             print_human(&v, 0);
-            ExitCode::SUCCESS
+            code(&v)
         }
         Err(e) => {
             if json {

@@ -23,6 +23,8 @@ pub struct AppInner {
     /// Signed timestamps older than this are refused (D2.6).
     pub started_at_ms: i64,
     pub openapi_json: String,
+    /// This process's name on the jobs it claims (handed back at shutdown, D16.22).
+    pub worker_id: String,
     /// Outbound HTTP to providers and gateways (D16.25).
     pub outbound: Outbound,
 }

@@ -216,3 +216,13 @@ pub async fn audit_list(store: &Store, slug: &str, limit: i64) -> AdminResult {
         .collect();
     Ok(json!({ "account": acct.slug, "entries": entries }))
 }
+
+/// `admin ledger check`: the money audit of one account or all. The report says `ok: false`
+/// with every discrepancy when a figure does not add up (the command then exits 1).
+pub async fn ledger_check(store: &Store, slug: Option<&str>) -> AdminResult {
+    if let Some(s) = slug {
+        account(store, s).await?;
+    }
+    let found = store.check_ledger(slug).await?;
+    Ok(json!({ "ok": found.is_empty(), "account": slug, "discrepancies": found }))
+}

@@ -4,6 +4,7 @@ pub mod campaigns;
 pub mod check;
 pub mod money;
 pub mod participants;
+pub mod payments;
 pub mod scopes;
 pub mod settings;
 pub mod submissions;

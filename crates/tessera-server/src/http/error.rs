@@ -121,6 +121,10 @@ impl ApiError {
     pub fn method_not_allowed() -> Self {
         Self::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
     }
+    /// 502: no payment provider could take the request (D5.4, D16.6).
+    pub fn provider_unavailable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_GATEWAY, "provider_unavailable", message)
+    }
     /// 429 with `Retry-After` and the RateLimit headers.
     pub fn rate_limited(info: LimitInfo, message: &str) -> Self {
         let mut e = Self::retry_later(info.reset_secs, message);
@@ -186,6 +190,7 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::NotFound(what) => ApiError::not_found(what),
             StoreError::Conflict(m) => ApiError::conflict(m),
+            StoreError::SoldOut(m) => ApiError::new(StatusCode::CONFLICT, "sold_out", m),
             other => ApiError::internal(other),
         }
     }

@@ -191,6 +191,12 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if !value.is_object() {
         return Err(ApiError::malformed_json("the body must be a JSON object"));
     }
+    parse_json_value(value)
+}
+
+/// Reads an already decoded JSON object into `T`, naming the field of any error (routes whose
+/// body shape depends on its content decode once, then pick the type).
+pub fn parse_json_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let d = detail_from_path(e.path(), &e.inner().to_string());
         ApiError::validation(vec![d])

@@ -6,6 +6,7 @@ pub mod extract;
 pub mod health;
 pub mod middleware;
 pub mod v1;
+pub mod webhooks;
 
 use axum::extract::State;
 use axum::http::header;
@@ -79,6 +80,12 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(v1::settings::show))
         .routes(routes!(v1::settings::update))
         .routes(routes!(v1::submissions::create, v1::submissions::list))
+        .routes(routes!(v1::payments::initialize))
+        .routes(routes!(v1::payments::verify))
+        .routes(routes!(v1::payments::list))
+        .routes(routes!(v1::payments::show))
+        .routes(routes!(v1::ledger::balance))
+        .routes(routes!(v1::ledger::list))
         // Both forms: signed, or domain key
         .routes(routes!(v1::campaigns::list))
         // Domain-key
@@ -91,10 +98,18 @@ fn open_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(health::healthz)).routes(routes!(health::readyz))
 }
 
+/// Provider callbacks: their own signature scheme, no tenant key (spec Scheme 4).
+fn webhook_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(webhooks::receive))
+}
+
 /// The OpenAPI 3.1 document of every route.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    let (_, doc) =
-        OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(v1_routes()).merge(open_routes()).split_for_parts();
+    let (_, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(v1_routes())
+        .merge(webhook_routes())
+        .merge(open_routes())
+        .split_for_parts();
     doc
 }
 
@@ -115,8 +130,10 @@ pub fn router(state: AppState) -> Router {
     let (v1, _) = v1_routes().split_for_parts();
     let v1 = v1.route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::auth::layer));
     let (open, _) = open_routes().split_for_parts();
+    let (webhooks, _) = webhook_routes().split_for_parts();
     Router::new()
         .merge(v1)
+        .merge(webhooks)
         .merge(open)
         .route("/api/white-label/v1/openapi.json", axum::routing::get(openapi_json))
         .fallback(not_found)

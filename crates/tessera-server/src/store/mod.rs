@@ -9,12 +9,16 @@ pub mod accounts;
 pub mod audit;
 pub mod campaigns;
 pub mod domains;
+pub mod jobs;
 pub mod keys;
+pub mod ledger;
 pub mod participants;
+pub mod payments;
 pub mod query;
 pub mod settings;
 pub mod submissions;
 pub mod ticket_types;
+pub mod webhooks;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -30,6 +34,9 @@ pub enum StoreError {
     NotFound(&'static str),
     #[error("conflict: {0}")]
     Conflict(String),
+    /// Not enough inventory left for the quantity asked (409 `sold_out`).
+    #[error("sold out: {0}")]
+    SoldOut(String),
     #[error("database: {0}")]
     Db(#[from] sqlx::Error),
     #[error("stored data is corrupt: {0}")]
@@ -81,6 +88,7 @@ pub struct Store {
 const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "foundation", include_str!("../../migrations/0001_foundation.sql")),
     (2, "catalogue", include_str!("../../migrations/0002_catalogue.sql")),
+    (3, "payments", include_str!("../../migrations/0003_payments.sql")),
 ];
 
 impl Store {

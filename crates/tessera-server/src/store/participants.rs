@@ -162,3 +162,16 @@ impl Store {
         self.page(COLUMNS, "FROM participants", "created_at DESC, id DESC", &f, (q.page, q.limit), from_row).await
     }
 }
+
+impl Store {
+    /// One participant of the account (another account's looks like none).
+    pub async fn participant(&self, account_id: &str, id: &str) -> StoreResult<Participant> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM participants WHERE account_id = $1 AND id = $2"))
+            .bind(account_id)
+            .bind(id)
+            .fetch_optional(self.reader())
+            .await?
+            .ok_or(StoreError::NotFound("participant"))?;
+        from_row(&row)
+    }
+}

@@ -237,3 +237,16 @@ impl Store {
         q.fetch_all(self.reader()).await?.iter().map(from_row).collect()
     }
 }
+
+impl Store {
+    /// One ticket type of the account (another account's looks like none).
+    pub async fn ticket_type(&self, account_id: &str, id: &str) -> StoreResult<TicketType> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM ticket_types t WHERE t.account_id = $1 AND t.id = $2"))
+            .bind(account_id)
+            .bind(id)
+            .fetch_optional(self.reader())
+            .await?
+            .ok_or(StoreError::NotFound("ticket type"))?;
+        from_row(&row)
+    }
+}

@@ -2,11 +2,14 @@
 pub mod campaigns;
 pub mod config;
 pub mod context;
+pub mod ledger;
 pub mod participants;
+pub mod payments;
 pub mod settings;
 pub mod storefront;
 pub mod submissions;
 pub mod ticket_types;
+pub mod tickets;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};

@@ -1,0 +1,218 @@
+//! The ledger (D5.6, D12.4, D16.2–3): append-only entries; a balance is a sum, never a stored
+//! number. And the money audit behind `tessera admin ledger check`: every figure the ledger
+//! holds must be explained by what was paid and what was fulfilled.
+use sqlx::Row;
+
+use super::query::{Arg, Filter};
+use super::{Store, StoreResult};
+
+/// Entry kinds and their signs (D16.2).
+pub mod kind {
+    pub const CHARGE: &str = "charge";
+    pub const FEE: &str = "fee";
+    pub const WITHDRAWAL_HOLD: &str = "withdrawal_hold";
+    pub const WITHDRAWAL_RELEASE: &str = "withdrawal_release";
+    pub const WITHDRAWAL_DEBIT: &str = "withdrawal_debit";
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerEntry {
+    pub id: String,
+    pub kind: String,
+    /// Signed pesewas.
+    pub amount: i64,
+    pub reference: String,
+    pub settles_at: i64,
+    pub created_at: i64,
+}
+
+/// D16.3, in pesewas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Balance {
+    pub available: i64,
+    pub pending: i64,
+    pub held: i64,
+}
+
+/// One broken invariant found by the audit.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Discrepancy {
+    pub account: String,
+    pub check: &'static str,
+    pub subject: String,
+    pub expected: i64,
+    pub found: i64,
+}
+
+fn sum(expr: &str) -> String {
+    format!("CAST(COALESCE(SUM({expr}), 0) AS BIGINT)")
+}
+
+impl Store {
+    /// The account's balance at `now`.
+    pub async fn balance(&self, account_id: &str, now: i64) -> StoreResult<Balance> {
+        let sql = format!(
+            "SELECT {} AS pending, {} AS available, {} AS held FROM ledger_entries WHERE account_id = $2",
+            sum("CASE WHEN settles_at > $1 THEN amount ELSE 0 END"),
+            sum("CASE WHEN settles_at > $1 THEN 0 ELSE amount END"),
+            sum("CASE WHEN kind IN ('withdrawal_hold', 'withdrawal_release') THEN amount ELSE 0 END"),
+        );
+        let row = sqlx::query(&sql).bind(now).bind(account_id).fetch_one(self.reader()).await?;
+        Ok(Balance {
+            pending: row.try_get("pending")?,
+            available: row.try_get("available")?,
+            held: -row.try_get::<i64, _>("held")?,
+        })
+    }
+
+    /// One page of the account's entries, newest first, with the total.
+    pub async fn ledger_entries(&self, account_id: &str, page: (u32, u32)) -> StoreResult<(Vec<LedgerEntry>, u64)> {
+        let mut f = Filter::new();
+        f.and("account_id = ?", Arg::Text(account_id.into()));
+        self.page(
+            "id, kind, amount, reference, settles_at, created_at",
+            "FROM ledger_entries",
+            "created_at DESC, id DESC",
+            &f,
+            page,
+            |r| {
+                Ok(LedgerEntry {
+                    id: r.try_get("id")?,
+                    kind: r.try_get("kind")?,
+                    amount: r.try_get("amount")?,
+                    reference: r.try_get("reference")?,
+                    settles_at: r.try_get("settles_at")?,
+                    created_at: r.try_get("created_at")?,
+                })
+            },
+        )
+        .await
+    }
+
+    /// The money audit of one account (by slug) or of all: every discrepancy between the ledger
+    /// and what was paid, and between what was paid and what was fulfilled. Empty = clean.
+    pub async fn check_ledger(&self, account_slug: Option<&str>) -> StoreResult<Vec<Discrepancy>> {
+        let accounts = sqlx::query("SELECT id, slug FROM accounts ORDER BY slug").fetch_all(self.reader()).await?;
+        let mut found = Vec::new();
+        for a in &accounts {
+            let (id, slug): (String, String) = (a.try_get("id")?, a.try_get("slug")?);
+            if account_slug.is_some_and(|s| s != slug) {
+                continue;
+            }
+            self.check_account(&id, &slug, &mut found).await?;
+        }
+        Ok(found)
+    }
+
+    async fn check_account(&self, id: &str, slug: &str, out: &mut Vec<Discrepancy>) -> StoreResult<()> {
+        let mut push = |check: &'static str, subject: String, expected: i64, got: i64| {
+            if expected != got {
+                out.push(Discrepancy { account: slug.to_string(), check, subject, expected, found: got });
+            }
+        };
+        // Totals: charges = what confirmed (credited) transactions were charged; fees likewise.
+        let totals = format!(
+            "SELECT \
+             (SELECT {} FROM ledger_entries WHERE account_id = $1 AND kind = 'charge') AS charges, \
+             (SELECT {} FROM transactions WHERE account_id = $1 AND credited = 1) AS credited, \
+             (SELECT {} FROM ledger_entries WHERE account_id = $1 AND kind = 'fee') AS fee_entries, \
+             (SELECT {} FROM transactions WHERE account_id = $1 AND credited = 1) AS credited_fees, \
+             (SELECT COUNT(*) FROM ledger_entries l WHERE l.account_id = $1 AND l.kind IN ('charge', 'fee') \
+                AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.reference = l.reference AND t.credited = 1)) AS orphans, \
+             (SELECT COUNT(*) FROM ledger_entries WHERE account_id = $1 AND kind NOT IN \
+                ('charge', 'fee', 'withdrawal_hold', 'withdrawal_release', 'withdrawal_debit')) AS unknown_kinds, \
+             (SELECT COUNT(*) FROM transactions WHERE account_id = $1 AND mismatch = 1 AND credited = 1) AS mismatched_credits",
+            sum("amount"),
+            sum("amount"),
+            sum("amount"),
+            sum("fees"),
+        );
+        let t = sqlx::query(&totals).bind(id).fetch_one(self.reader()).await?;
+        push("charges_equal_confirmed_amounts", "ledger".into(), t.try_get("credited")?, t.try_get("charges")?);
+        push(
+            "fees_equal_confirmed_fees",
+            "ledger".into(),
+            -t.try_get::<i64, _>("credited_fees")?,
+            t.try_get("fee_entries")?,
+        );
+        push("no_entry_without_confirmed_charge", "ledger".into(), 0, t.try_get("orphans")?);
+        push("no_unknown_entry_kind", "ledger".into(), 0, t.try_get("unknown_kinds")?);
+        push("mismatch_never_credited", "transactions".into(), 0, t.try_get("mismatched_credits")?);
+
+        // Tickets issued = quantity of each fulfilled ticket purchase, and none for the others.
+        let rows = sqlx::query(
+            "SELECT t.reference, CASE WHEN t.fulfilled = 1 THEN t.quantity ELSE 0 END AS expected, \
+             (SELECT COUNT(*) FROM tickets k WHERE k.transaction_reference = t.reference) AS issued \
+             FROM transactions t WHERE t.account_id = $1 AND t.transaction_type = 'ticket'",
+        )
+        .bind(id)
+        .fetch_all(self.reader())
+        .await?;
+        for r in &rows {
+            push(
+                "tickets_issued_equal_paid_quantity",
+                r.try_get("reference")?,
+                r.try_get("expected")?,
+                r.try_get("issued")?,
+            );
+        }
+        // Inventory: sold = fulfilled quantities; held = what pending transactions reserve.
+        let inventory = format!(
+            "SELECT tt.id, tt.quantity_sold, tt.quantity_held, \
+             (SELECT {} FROM transactions t WHERE t.ticket_type_id = tt.id AND t.fulfilled = 1) AS sold, \
+             (SELECT {} FROM transactions t WHERE t.ticket_type_id = tt.id) AS held \
+             FROM ticket_types tt WHERE tt.account_id = $1",
+            sum("t.quantity"),
+            sum("t.reserved"),
+        );
+        for r in &sqlx::query(&inventory).bind(id).fetch_all(self.reader()).await? {
+            let tt: String = r.try_get("id")?;
+            push("ticket_type_sold_equals_fulfilled", tt.clone(), r.try_get("sold")?, r.try_get("quantity_sold")?);
+            push("ticket_type_held_equals_reserved", tt, r.try_get("held")?, r.try_get("quantity_held")?);
+        }
+        // Votes: a participant's count = the votes its fulfilled vote purchases bought.
+        let votes = format!(
+            "SELECT p.id, p.votes, (SELECT {} FROM transactions t WHERE t.participant_id = p.id AND t.fulfilled = 1 \
+             AND t.transaction_type = 'vote') AS paid FROM participants p WHERE p.account_id = $1",
+            sum("t.quantity"),
+        );
+        for r in &sqlx::query(&votes).bind(id).fetch_all(self.reader()).await? {
+            push("votes_equal_paid_votes", r.try_get("id")?, r.try_get("paid")?, r.try_get("votes")?);
+        }
+        // Votes bought = amount / vote_price of each fulfilled vote purchase.
+        let bought = sqlx::query(
+            "SELECT t.reference, t.quantity, t.price, c.vote_price FROM transactions t \
+             JOIN campaigns c ON c.id = t.campaign_id WHERE t.account_id = $1 AND t.transaction_type = 'vote'",
+        )
+        .bind(id)
+        .fetch_all(self.reader())
+        .await?;
+        for r in &bought {
+            let price: i64 = r.try_get("price")?;
+            let vote_price: Option<i64> = r.try_get("vote_price")?;
+            let expected = vote_price.filter(|v| *v > 0).map_or(0, |v| price / v);
+            push(
+                "votes_bought_equal_amount_over_vote_price",
+                r.try_get("reference")?,
+                expected,
+                r.try_get("quantity")?,
+            );
+        }
+        // Donations: one per fulfilled donation purchase, of its price.
+        let donations = format!(
+            "SELECT t.reference, CASE WHEN t.fulfilled = 1 THEN t.price ELSE 0 END AS expected, \
+             (SELECT {} FROM donations d WHERE d.transaction_reference = t.reference) AS recorded \
+             FROM transactions t WHERE t.account_id = $1 AND t.transaction_type = 'donation'",
+            sum("d.amount"),
+        );
+        for r in &sqlx::query(&donations).bind(id).fetch_all(self.reader()).await? {
+            push(
+                "donation_recorded_equals_paid",
+                r.try_get("reference")?,
+                r.try_get("expected")?,
+                r.try_get("recorded")?,
+            );
+        }
+        Ok(())
+    }
+}

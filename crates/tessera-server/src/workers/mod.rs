@@ -1,0 +1,78 @@
+//! Background workers (ARCHITECTURE "Store", D16.8, D16.22). Each worker claims one job at a
+//! time with a lease (`workers.lease_seconds`), so a job of a killed process is redone once its
+//! lease runs out, and every effect a job has is guarded so that redoing it changes nothing.
+//! `try_execute_one` runs one due job (tests drain queues with it); `spawn` runs the loops
+//! until the token is cancelled, then hands claimed jobs back.
+pub mod charges;
+pub mod webhooks;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::state::AppState;
+
+/// The outcome of one `try_execute_one`: whether a job was found.
+pub type Step = Pin<Box<dyn Future<Output = anyhow::Result<bool>> + Send>>;
+
+/// The lease of a claim, milliseconds.
+pub(crate) fn lease_ms(state: &AppState) -> i64 {
+    i64::try_from(state.config.workers.lease_seconds.saturating_mul(1000)).unwrap_or(30_000).max(1_000)
+}
+
+/// Starts every worker loop. Two loops per queue, so one slow provider call does not hold up
+/// the rest of the queue.
+pub fn spawn(state: &AppState, cancel: &CancellationToken) -> Vec<JoinHandle<()>> {
+    let workers: [(&'static str, fn(AppState) -> Step); 2] = [
+        ("webhooks", |s| Box::pin(async move { webhooks::try_execute_one(&s).await })),
+        ("charges", |s| Box::pin(async move { charges::try_execute_one(&s).await })),
+    ];
+    let mut handles = Vec::new();
+    for (name, step) in workers {
+        for _ in 0..2 {
+            handles.push(tokio::spawn(run(state.clone(), cancel.clone(), name, step)));
+        }
+    }
+    handles
+}
+
+async fn run(state: AppState, cancel: CancellationToken, name: &'static str, step: fn(AppState) -> Step) {
+    let idle = Duration::from_millis(state.config.workers.poll_ms.max(1));
+    while !cancel.is_cancelled() {
+        let found = match step(state.clone()).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(worker = name, error = %e, "worker step failed; retrying after a pause");
+                false
+            }
+        };
+        if !found {
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = tokio::time::sleep(idle) => {}
+            }
+        }
+    }
+}
+
+/// Runs every queue until none has a due job (tests; no sleeps). Returns how many ran.
+pub async fn drain(state: &AppState) -> anyhow::Result<usize> {
+    let mut ran = 0;
+    loop {
+        let mut any = false;
+        while webhooks::try_execute_one(state).await? {
+            ran += 1;
+            any = true;
+        }
+        while charges::try_execute_one(state).await? {
+            ran += 1;
+            any = true;
+        }
+        if !any {
+            return Ok(ran);
+        }
+    }
+}
