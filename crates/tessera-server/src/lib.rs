@@ -13,6 +13,8 @@
 //! - [`domain`]: types and rules, no I/O.
 //! - [`store`]: persistence on SQLite or PostgreSQL, one transaction per change.
 //! - [`cli`]: the operator's `tessera admin …` and the integrator's `tessera call`.
+//! - [`providers`]: payment provider adapters and the outbound guard; [`sandbox`]: the
+//!   in-memory provider, SMS and SMTP peer for demos and tests (`tessera sandbox`).
 //!
 //! ## The request flow
 //! ```text
@@ -32,6 +34,7 @@ pub mod domain;
 pub mod http;
 pub mod payments;
 pub mod providers;
+pub mod sandbox;
 pub mod state;
 pub mod store;
 pub mod telemetry;

@@ -1,4 +1,4 @@
-//! The one binary: `tessera serve | admin | call | openapi`.
+//! The one binary: `tessera serve | admin | call | openapi | sandbox`.
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -7,6 +7,7 @@ use serde_json::Value;
 use tessera_server::app::{open_store, shutdown_signal, Application};
 use tessera_server::cli::{admin, call, demo};
 use tessera_server::config::{Config, Overrides};
+use tessera_server::sandbox::{Sandbox, SandboxOptions};
 
 #[derive(Parser)]
 #[command(name = "tessera", version, about = "Tessera white-label organization and reseller API")]
@@ -31,9 +32,26 @@ enum Command {
         /// Address to listen on [default: 127.0.0.1:8080; env TESSERA_LISTEN].
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
-        /// Also create (once) a demo account on domain localhost and print its keys.
+        /// Also create (once) a demo account on domain localhost, print its keys, and run the
+        /// sandbox (providers, SMS, SMTP on 127.0.0.1:2525) with the demo account pointed at it.
         #[arg(long)]
         demo: bool,
+        /// The sandbox's HTTP listener with --demo.
+        #[arg(long, default_value = "127.0.0.1:8090")]
+        sandbox_listen: std::net::SocketAddr,
+    },
+    /// Run the sandbox: provider APIs, checkout page, SMS gateway and SMTP sink, in memory, on
+    /// loopback. For demos and tests; it moves no money.
+    Sandbox {
+        /// HTTP listener.
+        #[arg(long, default_value = "127.0.0.1:8090")]
+        listen: std::net::SocketAddr,
+        /// Tessera's base URL: webhooks go to <URL>/api/white-label/webhooks/<provider>.
+        #[arg(long)]
+        notify_url: Option<String>,
+        /// SMTP sink listener.
+        #[arg(long, default_value = "127.0.0.1:2525")]
+        smtp_listen: std::net::SocketAddr,
     },
     /// Operator commands on the store (no server needed).
     Admin {
@@ -295,20 +313,57 @@ fn exe_for_display() -> String {
     }
 }
 
-async fn serve(cfg: Config, with_demo: bool) -> anyhow::Result<()> {
+/// The demo's SMTP sink.
+const DEMO_SMTP: &str = "127.0.0.1:2525";
+
+async fn serve(mut cfg: Config, demo_sandbox: Option<std::net::SocketAddr>) -> anyhow::Result<()> {
     tessera_server::telemetry::init(cfg.log_format, &cfg.log_filter);
     let stop = shutdown_signal()?;
+    let sandbox = match demo_sandbox {
+        Some(listen) => {
+            // The demo account's provider and SMS URLs are the sandbox's, on loopback (D16.25).
+            cfg.security.allow_private_endpoints = true;
+            let smtp: std::net::SocketAddr = DEMO_SMTP.parse()?;
+            Some(Sandbox::start(SandboxOptions { listen, smtp_listen: Some(smtp), notify_url: None }).await?)
+        }
+        None => None,
+    };
     let app = Application::build(cfg.clone()).await?;
     let addr = app.local_addr();
     tracing::info!(%addr, database = if cfg.database_url.is_empty() { "sqlite" } else { "postgres" }, "tessera listening");
-    if with_demo {
+    if let Some(sandbox) = &sandbox {
         let state = app.state();
         let keys = demo::ensure(&state.store, state.directory.keyring(), cfg.data_dir()).await?;
         let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
-        println!("{}", demo::banner(&keys, &format!("http://{host}:{}", addr.port()), &exe_for_display()));
+        let base_url = format!("http://{host}:{}", addr.port());
+        sandbox.set_notify_url(base_url.clone());
+        let smtp = sandbox.smtp_addr().map(|a| a.to_string()).unwrap_or_else(|| DEMO_SMTP.to_string());
+        let smtp_port = sandbox.smtp_addr().map(|a| a.port()).unwrap_or(2525);
+        demo::point_at_sandbox(&state.store, state.directory.keyring(), sandbox.base_url(), ("127.0.0.1", smtp_port))
+            .await?;
+        println!("{}", demo::banner(&keys, &base_url, &exe_for_display()));
+        println!("{}", demo::sandbox_banner(sandbox.base_url(), &smtp));
         state.directory.refresh().await?;
     }
-    app.run_until_stopped(stop).await
+    let served = app.run_until_stopped(stop).await;
+    drop(sandbox);
+    served
+}
+
+async fn run_sandbox(opts: SandboxOptions) -> anyhow::Result<()> {
+    let stop = shutdown_signal()?;
+    let sandbox = Sandbox::start(opts).await?;
+    println!(
+        "Tessera sandbox on {base} (in memory; for demos and tests, it moves no money)\n  \
+         provider APIs: {base}/provider_a (Paystack's API), {base}/provider_b, {base}/provider_c (gateway protocol)\n  \
+         SMS gateway: {base}/sms/messages   SMTP sink: {smtp}\n  \
+         control API: {base}/sandbox/…  (docs/providers.md)",
+        base = sandbox.base_url(),
+        smtp = sandbox.smtp_addr().map(|a| a.to_string()).unwrap_or_else(|| "off".into()),
+    );
+    stop.await;
+    sandbox.stop();
+    Ok(())
 }
 
 #[tokio::main]
@@ -332,7 +387,7 @@ async fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Serve { demo, .. } => match serve(cfg, demo).await {
+        Command::Serve { demo, sandbox_listen, .. } => match serve(cfg, demo.then_some(sandbox_listen)).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e:#}");
@@ -340,6 +395,16 @@ async fn main() -> ExitCode {
             }
         },
         Command::Admin { command } => run_admin(&cfg, command).await,
+        Command::Sandbox { listen, notify_url, smtp_listen } => {
+            tessera_server::telemetry::init(cfg.log_format, &cfg.log_filter);
+            match run_sandbox(SandboxOptions { listen, smtp_listen: Some(smtp_listen), notify_url }).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Call { method, path, data, field } => {
             match call::run(&method, &path, data.as_deref(), field.as_deref()).await {
                 Ok(code) => ExitCode::from(code as u8),

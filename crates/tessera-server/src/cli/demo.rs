@@ -1,13 +1,19 @@
 //! `tessera serve --demo`: a demo account with domain `localhost` and a public and a private
 //! key, created once. Their secrets are kept in `<data-dir>/demo-keys.json` (mode 0600) so that
 //! later starts can print them again; nothing else ever stores a secret in the clear.
+//!
+//! With the sandbox (D11.3) the demo account's payments and notifications settings point at it
+//! (its own provider credentials, its SMS gateway and SMTP sink), so a purchase works end to end
+//! with no other process and no internet.
 use std::path::Path;
 
 use anyhow::Context as _;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::admin;
 use crate::auth::crypto::{write_private_file, Keyring};
+use crate::domain::settings::{merge_patch, seal_secrets, validate, SEALED};
+use crate::store::audit::Audit;
 use crate::store::Store;
 
 pub const SLUG: &str = "demo";
@@ -44,5 +50,84 @@ pub fn banner(keys: &Value, base_url: &str, exe: &str) -> String {
         prv = s(private, "key"),
         kid = s(private, "keyId"),
         sec = s(private, "secret"),
+    )
+}
+
+/// The demo account's settings that point at a sandbox serving at `sandbox_base`
+/// (`http://127.0.0.1:8090`) with its SMTP sink on `smtp` (host, port).
+pub fn sandbox_settings(sandbox_base: &str, smtp: (&str, u16)) -> [(&'static str, Value); 2] {
+    let provider =
+        |name: &str| json!({"baseUrl": format!("{sandbox_base}/{name}"), "secretKey": format!("sk_demo_{name}")});
+    [
+        (
+            "payments",
+            json!({
+                "useSharedDefaults": false,
+                "defaultProvider": "provider_a",
+                "fallbackProvider": "provider_b",
+                "providers": {
+                    "provider_a": provider("provider_a"),
+                    "provider_b": provider("provider_b"),
+                    "provider_c": provider("provider_c"),
+                },
+            }),
+        ),
+        (
+            "notifications",
+            json!({
+                "email": {"smtpHost": smtp.0, "smtpPort": smtp.1, "fromAddress": "tickets@demo.localhost", "fromName": "Tessera Demo"},
+                "sms": {"baseUrl": format!("{sandbox_base}/sms"), "apiKey": "sms_demo_key", "senderId": "Tessera"},
+            }),
+        ),
+    ]
+}
+
+/// Points the demo account at the sandbox: merges [`sandbox_settings`] into its settings,
+/// validated and with secrets sealed exactly as `PATCH /settings/:category` does.
+pub async fn point_at_sandbox(
+    store: &Store,
+    keyring: &Keyring,
+    sandbox_base: &str,
+    smtp: (&str, u16),
+) -> anyhow::Result<()> {
+    let account = store.account_by_slug(SLUG).await.context("the demo account")?;
+    let id = account.id.as_str();
+    for (category, patch) in sandbox_settings(sandbox_base, smtp) {
+        let audit = Audit {
+            key_id: None,
+            request_id: None,
+            action: "settings.updated",
+            entity_type: "settings",
+            entity_id: "",
+            summary: json!({"by": "serve --demo", "category": category}),
+        };
+        store
+            .update_setting(
+                id,
+                category,
+                |mut current| {
+                    merge_patch(&mut current, &patch);
+                    validate(category, &current)?;
+                    seal_secrets(&mut current, &format!("{category}.config"), &|path, plain| {
+                        let tail: String = plain.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect();
+                        json!({ SEALED: keyring.encrypt(&format!("settings:{id}:{path}"), plain), "last4": tail })
+                    });
+                    Ok(current)
+                },
+                audit,
+            )
+            .await
+            .with_context(|| format!("demo {category} settings"))?;
+    }
+    Ok(())
+}
+
+/// The banner's sandbox lines.
+pub fn sandbox_banner(sandbox_base: &str, smtp: &str) -> String {
+    format!(
+        "\nSandbox (providers, checkout, SMS, SMTP sink; in memory, for demos and tests):\n  {sandbox_base}\n  \
+         provider_a (default) {sandbox_base}/provider_a, provider_b (fallback) {sandbox_base}/provider_b, provider_c {sandbox_base}/provider_c\n  \
+         SMTP sink {smtp}; received mail: curl -s {sandbox_base}/sandbox/mail ; SMS: curl -s {sandbox_base}/sandbox/sms\n  \
+         Settle a charge without the checkout page: curl -s -X POST {sandbox_base}/sandbox/charges/<reference>/succeed\n"
     )
 }

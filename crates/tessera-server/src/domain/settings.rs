@@ -298,6 +298,42 @@ pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
     }
 }
 
+/// Outbound URLs an account supplies (provider and SMS `baseUrl`) must pass the private-address
+/// guard (D16.25): https to a public host unless the platform allows private endpoints.
+pub fn check_outbound_urls(category: &str, config: &Value, allow_private: bool) -> Result<(), DomainError> {
+    let mut urls: Vec<(String, &str)> = Vec::new();
+    match category {
+        "payments" => {
+            if let Some(providers) = config.get("providers").and_then(Value::as_object) {
+                for (name, cfg) in providers {
+                    if let Some(url) = cfg.get("baseUrl").and_then(Value::as_str) {
+                        urls.push((format!("config.providers.{name}.baseUrl"), url));
+                    }
+                }
+            }
+        }
+        "notifications" => {
+            if let Some(url) = config.pointer("/sms/baseUrl").and_then(Value::as_str) {
+                urls.push(("config.sms.baseUrl".into(), url));
+            }
+        }
+        _ => {}
+    }
+    let errors: Vec<super::FieldError> = urls
+        .into_iter()
+        .filter_map(|(field, url)| {
+            crate::providers::outbound::check_account_url(url, allow_private)
+                .err()
+                .map(|why| super::FieldError::new(field, why))
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(DomainError::Validation(errors))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

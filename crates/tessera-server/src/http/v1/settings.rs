@@ -6,7 +6,9 @@ use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
 use super::{audit, settings_view};
-use crate::domain::settings::{mask_sealed, merge_patch, parse_category, seal_secrets, validate, CATEGORIES, SEALED};
+use crate::domain::settings::{
+    check_outbound_urls, mask_sealed, merge_patch, parse_category, seal_secrets, validate, CATEGORIES, SEALED,
+};
 use crate::domain::DomainError;
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiError, ApiResult, Detail, ErrorEnvelope};
@@ -105,6 +107,7 @@ pub async fn update(
             |mut current| {
                 merge_patch(&mut current, &patch);
                 validate(category, &current)?;
+                check_outbound_urls(category, &current, state.config.security.allow_private_endpoints)?;
                 seal_secrets(&mut current, &format!("{category}.config"), &|path, plain| {
                     json!({ SEALED: keyring.encrypt(&format!("settings:{account}:{path}"), plain), "last4": tail4(plain) })
                 });

@@ -1,1 +1,178 @@
-//! The gateway protocol of docs/providers.md, spoken by `provider_b` and `provider_c`.
+//! The gateway protocol of docs/providers.md, client side, spoken by `provider_b` and
+//! `provider_c` (D11.1): JSON with a Bearer secret and pesewas; `POST /charges`,
+//! `GET /charges/:reference`, `POST /transfers` (409 on a reused reference, D16.13),
+//! `GET /transfers/:reference`; errors `{"error": {"code", "message"}}`. The two providers differ
+//! only in their webhook signature header (D6.1), both hex HMAC-SHA256 of the raw body.
+use reqwest::Method;
+use serde_json::{json, Map, Value};
+
+use super::wire::{self, amount_at, seg, str_at, Answer};
+use super::*;
+
+/// `pending | success | failed`; anything newer counts as not settled.
+pub fn map_status(s: &str) -> RemoteStatus {
+    match s {
+        "success" => RemoteStatus::Success,
+        "failed" => RemoteStatus::Failed,
+        _ => RemoteStatus::Pending,
+    }
+}
+
+fn error_message(a: &Answer) -> Option<&str> {
+    a.body.get("error").and_then(|e| str_at(e, "message"))
+}
+
+/// The body of a 2xx; 404 → NotFound, 409 → Duplicate, other 4xx → Rejected.
+fn ok_body(a: Answer) -> ProviderResult<Value> {
+    match a.status {
+        200..=299 if a.body.is_object() => Ok(a.body),
+        200..=299 => Err(wire::unreadable("JSON object")),
+        404 => Err(ProviderError::NotFound),
+        409 => Err(ProviderError::Duplicate),
+        _ => Err(wire::rejected(&a, error_message(&a))),
+    }
+}
+
+pub async fn initialize(http: &Outbound, creds: &Credentials, req: &ChargeRequest<'_>) -> ProviderResult<ChargeInit> {
+    let mut body = Map::new();
+    body.insert("reference".into(), req.reference.into());
+    body.insert("amount".into(), req.amount.into());
+    body.insert("currency".into(), req.currency.into());
+    body.insert("email".into(), req.email.into());
+    if let Some(cb) = req.callback_url {
+        body.insert("callbackUrl".into(), cb.into());
+    }
+    body.insert("metadata".into(), req.metadata.clone());
+    let b = ok_body(wire::call(http, creds, Method::POST, "/charges", Some(&Value::Object(body))).await?)?;
+    Ok(ChargeInit {
+        authorization_url: str_at(&b, "checkoutUrl").ok_or_else(|| wire::unreadable("checkoutUrl"))?.to_string(),
+        access_code: str_at(&b, "accessCode").unwrap_or_default().to_string(),
+    })
+}
+
+pub async fn verify_charge(http: &Outbound, creds: &Credentials, reference: &str) -> ProviderResult<ChargeState> {
+    let path = format!("/charges/{}", seg(reference));
+    let b = ok_body(wire::call(http, creds, Method::GET, &path, None).await?)?;
+    Ok(ChargeState {
+        reference: str_at(&b, "reference").ok_or_else(|| wire::unreadable("reference"))?.to_string(),
+        status: map_status(str_at(&b, "status").ok_or_else(|| wire::unreadable("status"))?),
+        amount: amount_at(&b, "amount").ok_or_else(|| wire::unreadable("amount"))?,
+        currency: str_at(&b, "currency").ok_or_else(|| wire::unreadable("currency"))?.to_string(),
+    })
+}
+
+fn transfer_state(b: &Value, fallback: Option<&TransferRequest<'_>>) -> ProviderResult<TransferState> {
+    let status = map_status(str_at(b, "status").ok_or_else(|| wire::unreadable("status"))?);
+    let amount = amount_at(b, "amount").or(fallback.map(|r| r.amount)).ok_or_else(|| wire::unreadable("amount"))?;
+    let currency =
+        str_at(b, "currency").or(fallback.map(|r| r.currency)).ok_or_else(|| wire::unreadable("currency"))?.to_string();
+    let reference = str_at(b, "reference")
+        .or(fallback.map(|r| r.reference))
+        .ok_or_else(|| wire::unreadable("reference"))?
+        .to_string();
+    let reason = match status {
+        RemoteStatus::Failed => str_at(b, "failureReason").map(str::to_string),
+        _ => None,
+    };
+    Ok(TransferState { reference, status, amount, currency, reason })
+}
+
+pub async fn create_transfer(
+    http: &Outbound,
+    creds: &Credentials,
+    req: &TransferRequest<'_>,
+) -> ProviderResult<TransferState> {
+    let body = json!({
+        "reference": req.reference,
+        "amount": req.amount,
+        "currency": req.currency,
+        "recipient": {
+            "name": req.account_name,
+            "accountNumber": req.account_number,
+            "bankCode": req.bank_code,
+            "bankName": req.bank_name,
+        },
+        "reason": req.reason,
+    });
+    let b = ok_body(wire::call(http, creds, Method::POST, "/transfers", Some(&body)).await?)?;
+    transfer_state(&b, Some(req))
+}
+
+pub async fn verify_transfer(http: &Outbound, creds: &Credentials, reference: &str) -> ProviderResult<TransferState> {
+    let path = format!("/transfers/{}", seg(reference));
+    let b = ok_body(wire::call(http, creds, Method::GET, &path, None).await?)?;
+    transfer_state(&b, None)
+}
+
+/// Hex HMAC-SHA256 of the raw body with the secret key, in constant time.
+pub fn verify_signature(secret: &[u8], body: &[u8], signature: &str) -> bool {
+    wire::verify_hmac::<sha2::Sha256>(secret, body, signature)
+}
+
+/// Implements [`PaymentProvider`] for a unit struct speaking the gateway protocol.
+macro_rules! gateway_provider {
+    ($ty:ident, $id:expr) => {
+        #[async_trait::async_trait]
+        impl PaymentProvider for $ty {
+            fn id(&self) -> ProviderId {
+                $id
+            }
+            async fn initialize(
+                &self,
+                http: &Outbound,
+                creds: &Credentials,
+                req: &ChargeRequest<'_>,
+            ) -> ProviderResult<ChargeInit> {
+                gateway::initialize(http, creds, req).await
+            }
+            async fn verify_charge(
+                &self,
+                http: &Outbound,
+                creds: &Credentials,
+                reference: &str,
+            ) -> ProviderResult<ChargeState> {
+                gateway::verify_charge(http, creds, reference).await
+            }
+            async fn create_transfer(
+                &self,
+                http: &Outbound,
+                creds: &Credentials,
+                req: &TransferRequest<'_>,
+            ) -> ProviderResult<TransferState> {
+                gateway::create_transfer(http, creds, req).await
+            }
+            async fn verify_transfer(
+                &self,
+                http: &Outbound,
+                creds: &Credentials,
+                reference: &str,
+            ) -> ProviderResult<TransferState> {
+                gateway::verify_transfer(http, creds, reference).await
+            }
+            fn verify_signature(&self, secret: &[u8], body: &[u8], signature: &str) -> bool {
+                gateway::verify_signature(secret, body, signature)
+            }
+            fn parse_event(&self, body: &[u8]) -> Result<ProviderEvent, String> {
+                gateway::parse_event(body)
+            }
+        }
+    };
+}
+pub(crate) use gateway_provider;
+
+/// Reads the D6 webhook body.
+pub fn parse_event(body: &[u8]) -> Result<ProviderEvent, String> {
+    wire::parse_event(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gateway_statuses_map_to_three_outcomes() {
+        assert_eq!(map_status("success"), RemoteStatus::Success);
+        assert_eq!(map_status("failed"), RemoteStatus::Failed);
+        assert_eq!(map_status("pending"), RemoteStatus::Pending);
+    }
+}

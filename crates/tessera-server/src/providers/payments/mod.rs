@@ -8,6 +8,7 @@ pub mod gateway;
 pub mod provider_a;
 pub mod provider_b;
 pub mod provider_c;
+pub mod wire;
 
 use secrecy::SecretString;
 use serde_json::Value;

@@ -1,34 +1,8 @@
-//! `provider_c` adapter.
+//! `provider_c`: the gateway protocol ([`super::gateway`]); webhooks signed in
+//! `x-provider_c-signature`, hex HMAC-SHA256 (D6.1). It differs from `provider_b` only there.
+use super::gateway::{self, gateway_provider};
 use super::*;
 
 pub struct ProviderC;
 
-#[async_trait::async_trait]
-impl PaymentProvider for ProviderC {
-    fn id(&self) -> ProviderId {
-        ProviderId::C
-    }
-    async fn initialize(&self, _: &Outbound, _: &Credentials, _: &ChargeRequest<'_>) -> ProviderResult<ChargeInit> {
-        Err(ProviderError::Rejected("not built yet".into()))
-    }
-    async fn verify_charge(&self, _: &Outbound, _: &Credentials, _: &str) -> ProviderResult<ChargeState> {
-        Err(ProviderError::Rejected("not built yet".into()))
-    }
-    async fn create_transfer(
-        &self,
-        _: &Outbound,
-        _: &Credentials,
-        _: &TransferRequest<'_>,
-    ) -> ProviderResult<TransferState> {
-        Err(ProviderError::Rejected("not built yet".into()))
-    }
-    async fn verify_transfer(&self, _: &Outbound, _: &Credentials, _: &str) -> ProviderResult<TransferState> {
-        Err(ProviderError::Rejected("not built yet".into()))
-    }
-    fn verify_signature(&self, _: &[u8], _: &[u8], _: &str) -> bool {
-        false
-    }
-    fn parse_event(&self, _: &[u8]) -> Result<ProviderEvent, String> {
-        Err("not built yet".into())
-    }
-}
+gateway_provider!(ProviderC, ProviderId::C);

@@ -1,0 +1,163 @@
+//! What every adapter's wire shares: one JSON call with the Bearer secret through
+//! [`Outbound`] (D16.25), the mapping of transport failures and 5xx to
+//! [`ProviderError::Unreachable`], and constant-time webhook signature checks (D6.1).
+use hmac::{Mac, SimpleHmac};
+use secrecy::ExposeSecret;
+use serde_json::Value;
+
+use super::{Credentials, ProviderError, ProviderResult};
+use crate::providers::outbound::{is_blocked, Outbound};
+
+/// An answer below 500: its status and its body as JSON (`Null` when it is not JSON).
+pub(super) struct Answer {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Answer {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+/// A path segment with everything outside `[A-Za-z0-9._~-]` percent-encoded.
+pub(super) fn seg(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Sends `method {base}{path}` with the Bearer secret and an optional JSON body. Network errors,
+/// timeouts and 5xx are `Unreachable`; a guard refusal is `Blocked`.
+pub(super) async fn call(
+    http: &Outbound,
+    creds: &Credentials,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<&Value>,
+) -> ProviderResult<Answer> {
+    let url = format!("{}{}", creds.base_url.trim_end_matches('/'), path);
+    let client = http.client_for(&url, creds.account_supplied).map_err(ProviderError::Blocked)?;
+    let mut req = client
+        .request(method, &url)
+        .bearer_auth(creds.secret_key.expose_secret())
+        .header(reqwest::header::ACCEPT, "application/json");
+    if let Some(b) = body {
+        req = req.json(b);
+    }
+    let resp = req.send().await.map_err(transport)?;
+    let status = resp.status().as_u16();
+    if status >= 500 {
+        return Err(ProviderError::Unreachable(format!("HTTP {status}")));
+    }
+    let bytes = resp.bytes().await.map_err(transport)?;
+    Ok(Answer { status, body: serde_json::from_slice(&bytes).unwrap_or(Value::Null) })
+}
+
+fn transport(e: reqwest::Error) -> ProviderError {
+    if is_blocked(&e) {
+        ProviderError::Blocked(e.to_string())
+    } else if e.is_timeout() {
+        ProviderError::Unreachable("timed out".into())
+    } else {
+        ProviderError::Unreachable(e.to_string())
+    }
+}
+
+/// `Rejected` with the status and the provider's own message.
+pub(super) fn rejected(a: &Answer, message: Option<&str>) -> ProviderError {
+    match message {
+        Some(m) => ProviderError::Rejected(format!("HTTP {}: {m}", a.status)),
+        None => ProviderError::Rejected(format!("HTTP {}", a.status)),
+    }
+}
+
+/// A 2xx whose body lacks what we need.
+pub(super) fn unreadable(what: &str) -> ProviderError {
+    ProviderError::Rejected(format!("unreadable answer: no {what}"))
+}
+
+pub(super) fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// An integer amount (pesewas); providers send whole numbers.
+pub(super) fn amount_at(v: &Value, key: &str) -> Option<i64> {
+    let n = v.get(key)?;
+    n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.is_finite()).map(|f| f as i64))
+}
+
+/// Hex HMAC over `body`, compared in constant time (D6.1).
+pub(super) fn verify_hmac<D>(secret: &[u8], body: &[u8], signature: &str) -> bool
+where
+    D: hmac::digest::Digest + hmac::digest::core_api::BlockSizeUser,
+{
+    let Ok(expected) = hex::decode(signature.trim()) else { return false };
+    let Ok(mut mac) = <SimpleHmac<D> as Mac>::new_from_slice(secret) else { return false };
+    mac.update(body);
+    mac.verify_slice(&expected).is_ok()
+}
+
+/// Hex HMAC of `body`, as a provider signs its webhooks (the sandbox and tests use it).
+pub fn sign_hmac_hex<D>(secret: &[u8], body: &[u8]) -> String
+where
+    D: hmac::digest::Digest + hmac::digest::core_api::BlockSizeUser,
+{
+    // HMAC takes keys of any length: this never fails.
+    let Ok(mut mac) = <SimpleHmac<D> as Mac>::new_from_slice(secret) else { return String::new() };
+    mac.update(body);
+    hex::encode(mac.finalize().into_bytes())
+}
+
+/// Reads the D6 body `{event, data: {id, reference, …}}`; `data.id` may be a number or a string.
+pub(super) fn parse_event(body: &[u8]) -> Result<super::ProviderEvent, String> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
+    let event = str_at(&v, "event").filter(|s| !s.is_empty()).ok_or("no event")?.to_string();
+    let data = v.get("data").filter(|d| d.is_object()).ok_or("no data object")?;
+    let reference = str_at(data, "reference").filter(|s| !s.is_empty()).ok_or("no data.reference")?.to_string();
+    let id = match data.get("id") {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    Ok(super::ProviderEvent { event, id, reference })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_verify_only_with_the_same_secret_and_body() {
+        let sig = sign_hmac_hex::<sha2::Sha512>(b"sk_1", b"{}");
+        assert!(verify_hmac::<sha2::Sha512>(b"sk_1", b"{}", &sig));
+        assert!(!verify_hmac::<sha2::Sha512>(b"sk_2", b"{}", &sig));
+        assert!(!verify_hmac::<sha2::Sha512>(b"sk_1", b"{ }", &sig));
+        assert!(!verify_hmac::<sha2::Sha256>(b"sk_1", b"{}", &sig));
+        assert!(!verify_hmac::<sha2::Sha512>(b"sk_1", b"{}", "not hex"));
+    }
+
+    #[test]
+    fn event_ids_may_be_numbers_or_strings() {
+        let e = parse_event(br#"{"event":"charge.success","data":{"id":42,"reference":"r1"}}"#).expect("event");
+        assert_eq!((e.id.as_deref(), e.reference.as_str()), (Some("42"), "r1"));
+        let e = parse_event(br#"{"event":"charge.success","data":{"id":"ch_1","reference":"r1"}}"#).expect("event");
+        assert_eq!(e.id.as_deref(), Some("ch_1"));
+        let e = parse_event(br#"{"event":"transfer.failed","data":{"reference":"r2"}}"#).expect("event");
+        assert_eq!(e.event_key(), "transfer.failed:ref:r2");
+        assert!(parse_event(br#"{"event":"charge.success","data":{}}"#).is_err());
+        assert!(parse_event(b"nope").is_err());
+    }
+
+    #[test]
+    fn references_are_encoded_as_one_path_segment() {
+        assert_eq!(seg("T-1_a.b~c"), "T-1_a.b~c");
+        assert_eq!(seg("a/b?c"), "a%2Fb%3Fc");
+    }
+}

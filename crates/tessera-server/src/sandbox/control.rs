@@ -1,0 +1,206 @@
+//! The sandbox's control API (D11.3), for tests, scripts and demos: settle charges and
+//! transfers (which sends their signed webhooks), cause provider outages, and read what the
+//! sandbox holds and received. Lists are newest first.
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{gateway_error, newest_first, now_rfc3339, Charge, Outcome, Shared, Transfer};
+
+pub(super) fn routes(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/sandbox/charges/{reference}", get(charge_show))
+        .route("/sandbox/charges/{reference}/{action}", post(charge_settle))
+        .route("/sandbox/transfers/{reference}", get(transfer_show))
+        .route("/sandbox/transfers/{reference}/{action}", post(transfer_settle))
+        .route("/sandbox/providers/{provider}/outage", post(outage))
+        .route(
+            "/sandbox/webhooks",
+            get(|State(s): State<Arc<Shared>>| async move { Json(newest_first(&s.db().webhooks)) }),
+        )
+        .route("/sandbox/sms", get(|State(s): State<Arc<Shared>>| async move { Json(newest_first(&s.db().sms)) }))
+        .route("/sandbox/mail", get(|State(s): State<Arc<Shared>>| async move { Json(newest_first(&s.db().mail)) }))
+        .with_state(shared)
+}
+
+/// Optional body of the settle routes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettleIn {
+    /// Settle with another amount (pesewas), for mismatch tests.
+    amount: Option<i64>,
+    /// Settle in another currency, for mismatch tests.
+    currency: Option<String>,
+    /// `false`: settle without sending the webhook (the verify API still tells).
+    deliver: Option<bool>,
+    /// Failure reason of a failed transfer.
+    reason: Option<String>,
+}
+
+fn parse_body(body: &Bytes) -> Result<SettleIn, Response> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(SettleIn::default());
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| gateway_error(StatusCode::BAD_REQUEST, "malformed_json", format!("body: {e}")))
+}
+
+fn outcome_of(action: &str) -> Option<Outcome> {
+    match action {
+        "succeed" => Some(Outcome::Success),
+        "fail" => Some(Outcome::Failed),
+        _ => None,
+    }
+}
+
+/// Why settling did not happen.
+pub(super) enum SettleError {
+    NotFound,
+    /// Settled already; carries its record.
+    Settled(Value),
+}
+
+/// Settles a pending charge (optionally with another amount or currency) and, when `deliver`,
+/// sends its webhook: the first attempt before returning, retries in the background.
+pub(super) async fn settle_charge(
+    shared: &Arc<Shared>,
+    reference: &str,
+    outcome: Outcome,
+    amount: Option<i64>,
+    currency: Option<String>,
+    deliver: bool,
+) -> Result<Charge, SettleError> {
+    let charge = {
+        let mut db = shared.db();
+        let c = db.charges.get_mut(reference).ok_or(SettleError::NotFound)?;
+        if c.status != Outcome::Pending {
+            return Err(SettleError::Settled(c.record(&shared.base_url)));
+        }
+        c.status = outcome;
+        if let Some(a) = amount {
+            c.amount = a;
+        }
+        if let Some(cur) = currency {
+            c.currency = cur;
+        }
+        if outcome == Outcome::Success {
+            c.paid_at = Some(now_rfc3339());
+        }
+        c.clone()
+    };
+    if deliver {
+        shared.deliver(charge.provider, &charge.secret, charge.webhook()).await;
+    }
+    Ok(charge)
+}
+
+async fn charge_settle(
+    State(shared): State<Arc<Shared>>,
+    Path((reference, action)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let Some(outcome) = outcome_of(&action) else {
+        return gateway_error(StatusCode::NOT_FOUND, "not_found", "use /succeed or /fail");
+    };
+    let input = match parse_body(&body) {
+        Ok(i) => i,
+        Err(r) => return r,
+    };
+    if input.amount.is_some_and(|a| a <= 0) {
+        return gateway_error(
+            StatusCode::BAD_REQUEST,
+            "validation_failed",
+            "amount must be a positive number of pesewas",
+        );
+    }
+    let deliver = input.deliver.unwrap_or(true);
+    match settle_charge(&shared, &reference, outcome, input.amount, input.currency, deliver).await {
+        Ok(c) => Json(c.record(&shared.base_url)).into_response(),
+        Err(SettleError::NotFound) => {
+            gateway_error(StatusCode::NOT_FOUND, "not_found", "no charge with this reference")
+        }
+        Err(SettleError::Settled(record)) => (StatusCode::CONFLICT, Json(record)).into_response(),
+    }
+}
+
+async fn transfer_settle(
+    State(shared): State<Arc<Shared>>,
+    Path((reference, action)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let Some(outcome) = outcome_of(&action) else {
+        return gateway_error(StatusCode::NOT_FOUND, "not_found", "use /succeed or /fail");
+    };
+    let input = match parse_body(&body) {
+        Ok(i) => i,
+        Err(r) => return r,
+    };
+    let transfer: Transfer = {
+        let mut db = shared.db();
+        let Some(t) = db.transfers.get_mut(&reference) else {
+            return gateway_error(StatusCode::NOT_FOUND, "not_found", "no transfer with this reference");
+        };
+        if t.status != Outcome::Pending {
+            return (StatusCode::CONFLICT, Json(t.record())).into_response();
+        }
+        t.status = outcome;
+        if let Some(a) = input.amount.filter(|a| *a > 0) {
+            t.amount = a;
+        }
+        if let Some(c) = input.currency {
+            t.currency = c;
+        }
+        if outcome == Outcome::Failed {
+            t.failure_reason = Some(input.reason.unwrap_or_else(|| "Declined by the sandbox".into()));
+        }
+        t.completed_at = Some(now_rfc3339());
+        t.clone()
+    };
+    if input.deliver.unwrap_or(true) {
+        shared.deliver(transfer.provider, &transfer.secret, transfer.webhook()).await;
+    }
+    Json(transfer.record()).into_response()
+}
+
+async fn charge_show(State(shared): State<Arc<Shared>>, Path(reference): Path<String>) -> Response {
+    match shared.db().charges.get(&reference) {
+        Some(c) => Json(c.record(&shared.base_url)).into_response(),
+        None => gateway_error(StatusCode::NOT_FOUND, "not_found", "no charge with this reference"),
+    }
+}
+
+async fn transfer_show(State(shared): State<Arc<Shared>>, Path(reference): Path<String>) -> Response {
+    match shared.db().transfers.get(&reference) {
+        Some(t) => Json(t.record()).into_response(),
+        None => gateway_error(StatusCode::NOT_FOUND, "not_found", "no transfer with this reference"),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutageIn {
+    down: bool,
+}
+
+/// `POST /sandbox/providers/:provider/outage {"down": bool}`: the provider's API (or the SMS
+/// gateway, `sms`) answers 503 while down.
+async fn outage(State(shared): State<Arc<Shared>>, Path(provider): Path<String>, body: Bytes) -> Response {
+    if !matches!(provider.as_str(), "provider_a" | "provider_b" | "provider_c" | "sms") {
+        return gateway_error(StatusCode::NOT_FOUND, "not_found", "one of provider_a, provider_b, provider_c, sms");
+    }
+    let input: OutageIn = match serde_json::from_slice(&body) {
+        Ok(i) => i,
+        Err(e) => {
+            return gateway_error(StatusCode::BAD_REQUEST, "malformed_json", format!("body {{\"down\": bool}}: {e}"))
+        }
+    };
+    shared.set_down(&provider, input.down);
+    Json(json!({"provider": provider, "down": input.down})).into_response()
+}

@@ -1,0 +1,523 @@
+//! The sandbox (D11.3): an in-memory stand-in for every peer Tessera talks to, served on
+//! loopback for demos, integration scripts and tests. It is a product, not a mock: it speaks the
+//! real wires (Paystack's API under `/provider_a`, the gateway protocol under `/provider_b` and
+//! `/provider_c`, the SMS gateway under `/sms`, SMTP on its own listener), serves a checkout page,
+//! signs its webhooks with the secret each charge was created with (D6.1), and has a control API
+//! under `/sandbox` to settle charges and transfers, cause outages and read what it received.
+//!
+//! It keeps nothing on disk and delivers webhooks to loopback addresses only: it is for demos
+//! and tests, never for money.
+mod api;
+mod checkout;
+mod control;
+mod smtp;
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use rand::Rng as _;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::providers::outbound::FilteringResolver;
+use crate::providers::payments::wire::sign_hmac_hex;
+use crate::providers::payments::ProviderId;
+
+/// Where the sandbox listens and where it sends webhooks.
+#[derive(Debug, Clone)]
+pub struct SandboxOptions {
+    /// HTTP listener (provider APIs, checkout, SMS gateway, control API).
+    pub listen: SocketAddr,
+    /// SMTP sink listener; none when `None`.
+    pub smtp_listen: Option<SocketAddr>,
+    /// Tessera's base URL: webhooks go to `<notify_url>/api/white-label/webhooks/<provider>`.
+    pub notify_url: Option<String>,
+}
+
+/// Starts sandboxes.
+pub struct Sandbox;
+
+impl Sandbox {
+    /// Binds the listeners and serves until [`SandboxHandle::stop`] or the handle is dropped.
+    pub async fn start(opts: SandboxOptions) -> anyhow::Result<SandboxHandle> {
+        let listener = tokio::net::TcpListener::bind(opts.listen)
+            .await
+            .with_context(|| format!("sandbox: binding {}", opts.listen))?;
+        let addr = listener.local_addr()?;
+        let smtp = match opts.smtp_listen {
+            Some(a) => {
+                Some(tokio::net::TcpListener::bind(a).await.with_context(|| format!("sandbox: binding SMTP on {a}"))?)
+            }
+            None => None,
+        };
+        let smtp_addr = match &smtp {
+            Some(l) => Some(l.local_addr()?),
+            None => None,
+        };
+        let stop = CancellationToken::new();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(Arc::new(FilteringResolver { keep: is_loopback }))
+            .build()?;
+        let shared = Arc::new(Shared {
+            base_url: format!("http://{addr}"),
+            notify_url: RwLock::new(opts.notify_url),
+            db: Mutex::new(Db::default()),
+            http,
+            stop: stop.clone(),
+        });
+        let app = router(shared.clone());
+        let token = stop.clone();
+        tokio::spawn(async move {
+            let served = axum::serve(listener, app).with_graceful_shutdown(token.cancelled_owned()).await;
+            if let Err(e) = served {
+                tracing::error!(error = %e, "sandbox HTTP listener failed");
+            }
+        });
+        if let Some(l) = smtp {
+            tokio::spawn(smtp::serve(l, shared.clone()));
+        }
+        Ok(SandboxHandle { shared, smtp_addr })
+    }
+}
+
+/// A running sandbox; dropping it stops it.
+pub struct SandboxHandle {
+    shared: Arc<Shared>,
+    smtp_addr: Option<SocketAddr>,
+}
+
+impl SandboxHandle {
+    /// `http://<addr>`.
+    pub fn base_url(&self) -> &str {
+        &self.shared.base_url
+    }
+
+    /// A provider's base URL: `http://<addr>/<provider>`, e.g. for `provider_a`.
+    pub fn provider_url(&self, provider: &str) -> String {
+        format!("{}/{provider}", self.shared.base_url)
+    }
+
+    /// The SMS gateway's base URL (`http://<addr>/sms`).
+    pub fn sms_url(&self) -> String {
+        format!("{}/sms", self.shared.base_url)
+    }
+
+    pub fn smtp_addr(&self) -> Option<SocketAddr> {
+        self.smtp_addr
+    }
+
+    /// Where webhooks go from now on (Tessera's base URL).
+    pub fn set_notify_url(&self, url: impl Into<String>) {
+        if let Ok(mut n) = self.shared.notify_url.write() {
+            *n = Some(url.into());
+        }
+    }
+
+    /// A charge's record, as `GET /sandbox/charges/:reference` shows it.
+    pub fn charge(&self, reference: &str) -> Option<Value> {
+        self.shared.db().charges.get(reference).map(|c| c.record(&self.shared.base_url))
+    }
+
+    /// A transfer's record, as `GET /sandbox/transfers/:reference` shows it.
+    pub fn transfer(&self, reference: &str) -> Option<Value> {
+        self.shared.db().transfers.get(reference).map(Transfer::record)
+    }
+
+    /// Webhook deliveries, newest first.
+    pub fn webhooks(&self) -> Vec<Value> {
+        newest_first(&self.shared.db().webhooks)
+    }
+
+    /// SMS messages received, newest first.
+    pub fn sms(&self) -> Vec<Value> {
+        newest_first(&self.shared.db().sms)
+    }
+
+    /// E-mails received over SMTP, newest first.
+    pub fn mail(&self) -> Vec<Value> {
+        newest_first(&self.shared.db().mail)
+    }
+
+    /// Puts a provider (or `sms`) down or back up, as the control API does.
+    pub fn set_outage(&self, service: &str, down: bool) {
+        self.shared.set_down(service, down);
+    }
+
+    /// Stops serving (also done on drop).
+    pub fn stop(self) {}
+}
+
+impl Drop for SandboxHandle {
+    fn drop(&mut self) {
+        self.shared.stop.cancel();
+    }
+}
+
+/// Only loopback peers: the sandbox never sends anything off the machine.
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v| v.is_loopback()),
+    }
+}
+
+/// Lists are kept bounded: the oldest entries go first.
+const KEEP: usize = 1000;
+
+fn push_bounded(list: &mut Vec<Value>, v: Value) {
+    if list.len() >= KEEP {
+        list.remove(0);
+    }
+    list.push(v);
+}
+
+fn newest_first(list: &[Value]) -> Vec<Value> {
+    list.iter().rev().cloned().collect()
+}
+
+pub(crate) fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+pub(crate) fn random_token(len: usize) -> String {
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::thread_rng();
+    (0..len).map(|_| CHARS[rng.gen_range(0..CHARS.len())] as char).collect()
+}
+
+/// Settlement of a charge or a transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Pending,
+    Success,
+    Failed,
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pending => "pending",
+            Outcome::Success => "success",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Charge {
+    pub id: u64,
+    pub provider: ProviderId,
+    pub secret: String,
+    pub reference: String,
+    pub amount: i64,
+    pub currency: String,
+    pub email: String,
+    pub callback_url: Option<String>,
+    pub metadata: Value,
+    pub access_code: String,
+    pub status: Outcome,
+    pub paid_at: Option<String>,
+    pub created_at: String,
+}
+
+impl Charge {
+    /// What the sandbox charges: 1.95 %, rounded down, as a provider's fee would be.
+    pub fn fees(&self) -> i64 {
+        match self.status {
+            Outcome::Success => self.amount * 195 / 10_000,
+            _ => 0,
+        }
+    }
+
+    /// The provider's id of the charge: a number for Paystack, `ch_<n>` on the gateway.
+    pub fn wire_id(&self) -> Value {
+        match self.provider {
+            ProviderId::A => json!(self.id),
+            _ => json!(format!("ch_{}", self.id)),
+        }
+    }
+
+    pub fn checkout_url(&self, base: &str) -> String {
+        format!("{base}/checkout/{}", self.reference)
+    }
+
+    /// The control API's view (never the secret).
+    pub fn record(&self, base: &str) -> Value {
+        json!({
+            "id": self.wire_id(),
+            "provider": self.provider.as_str(),
+            "reference": self.reference,
+            "status": self.status.as_str(),
+            "amount": self.amount,
+            "currency": self.currency,
+            "fees": self.fees(),
+            "email": self.email,
+            "callbackUrl": self.callback_url,
+            "metadata": self.metadata,
+            "accessCode": self.access_code,
+            "checkoutUrl": self.checkout_url(base),
+            "paidAt": self.paid_at,
+            "createdAt": self.created_at,
+        })
+    }
+
+    /// The D6 webhook body.
+    pub fn webhook(&self) -> Value {
+        let event = if self.status == Outcome::Success { "charge.success" } else { "charge.failed" };
+        json!({
+            "event": event,
+            "data": {
+                "id": self.wire_id(),
+                "reference": self.reference,
+                "status": self.status.as_str(),
+                "amount": self.amount,
+                "currency": self.currency,
+                "fees": self.fees(),
+                "paid_at": self.paid_at,
+                "customer": {"email": self.email},
+            }
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Transfer {
+    pub id: u64,
+    pub provider: ProviderId,
+    pub secret: String,
+    pub reference: String,
+    pub amount: i64,
+    pub currency: String,
+    /// The narration sent with the transfer.
+    pub reason: String,
+    pub recipient: Value,
+    pub transfer_code: String,
+    pub status: Outcome,
+    pub failure_reason: Option<String>,
+    pub created_at: String,
+    pub completed_at: Option<String>,
+}
+
+impl Transfer {
+    pub fn wire_id(&self) -> Value {
+        match self.provider {
+            ProviderId::A => json!(self.id),
+            _ => json!(format!("tr_{}", self.id)),
+        }
+    }
+
+    pub fn record(&self) -> Value {
+        json!({
+            "id": self.wire_id(),
+            "provider": self.provider.as_str(),
+            "reference": self.reference,
+            "status": self.status.as_str(),
+            "amount": self.amount,
+            "currency": self.currency,
+            "reason": self.reason,
+            "recipient": self.recipient,
+            "transferCode": self.transfer_code,
+            "failureReason": self.failure_reason,
+            "createdAt": self.created_at,
+            "completedAt": self.completed_at,
+        })
+    }
+
+    pub fn webhook(&self) -> Value {
+        let event = if self.status == Outcome::Success { "transfer.success" } else { "transfer.failed" };
+        let mut data = json!({
+            "id": self.wire_id(),
+            "reference": self.reference,
+            "status": self.status.as_str(),
+            "amount": self.amount,
+            "currency": self.currency,
+            "fees": 0,
+            "customer": {"email": null},
+        });
+        if let (Some(reason), Some(d)) = (&self.failure_reason, data.as_object_mut()) {
+            d.insert("reason".into(), json!(reason));
+        }
+        json!({"event": event, "data": data})
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Db {
+    pub charges: HashMap<String, Charge>,
+    pub transfers: HashMap<String, Transfer>,
+    /// Paystack recipient codes → (secret, recipient details).
+    pub recipients: HashMap<String, (String, Value)>,
+    pub webhooks: Vec<Value>,
+    pub sms: Vec<Value>,
+    pub mail: Vec<Value>,
+    pub down: HashSet<String>,
+    seq: u64,
+}
+
+impl Db {
+    pub fn next_id(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+}
+
+pub(crate) struct Shared {
+    pub base_url: String,
+    notify_url: RwLock<Option<String>>,
+    db: Mutex<Db>,
+    http: reqwest::Client,
+    stop: CancellationToken,
+}
+
+impl Shared {
+    /// The in-memory state; a panic elsewhere never makes it unusable.
+    pub fn db(&self) -> MutexGuard<'_, Db> {
+        self.db.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn is_down(&self, service: &str) -> bool {
+        self.db().down.contains(service)
+    }
+
+    pub fn set_down(&self, service: &str, down: bool) {
+        let mut db = self.db();
+        if down {
+            db.down.insert(service.to_string());
+        } else {
+            db.down.remove(service);
+        }
+    }
+
+    fn notify_url(&self) -> Option<String> {
+        self.notify_url.read().ok().and_then(|n| n.clone())
+    }
+
+    /// Sends a signed webhook: the first attempt now, up to 3 more in the background
+    /// (0.5 s, 1 s, 2 s later) while the answer is a network error or not a 2xx.
+    pub async fn deliver(self: &Arc<Self>, provider: ProviderId, secret: &str, body: Value) {
+        let event = body["event"].as_str().unwrap_or_default().to_string();
+        let reference = body["data"]["reference"].as_str().unwrap_or_default().to_string();
+        let Some(base) = self.notify_url() else {
+            self.record_delivery(provider, &event, &reference, "", Err("no notify URL set".into()), 1);
+            return;
+        };
+        let url = format!("{}/api/white-label/webhooks/{}", base.trim_end_matches('/'), provider.as_str());
+        let bytes = body.to_string().into_bytes();
+        let signature = match provider {
+            ProviderId::A => sign_hmac_hex::<sha2::Sha512>(secret.as_bytes(), &bytes),
+            _ => sign_hmac_hex::<sha2::Sha256>(secret.as_bytes(), &bytes),
+        };
+        let attempt = Attempt { provider, event, reference, url, bytes, signature };
+        if self.attempt(&attempt, 1).await {
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            for (n, delay_ms) in [(2, 500), (3, 1000), (4, 2000)] {
+                tokio::select! {
+                    _ = me.stop.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
+                }
+                if me.attempt(&attempt, n).await {
+                    return;
+                }
+            }
+        });
+    }
+
+    async fn attempt(&self, a: &Attempt, n: u32) -> bool {
+        let outcome = if !loopback_url(&a.url) {
+            Err("the sandbox delivers to loopback addresses only".to_string())
+        } else {
+            self.http
+                .post(&a.url)
+                .header("content-type", "application/json")
+                .header(a.provider.signature_header(), &a.signature)
+                .body(a.bytes.clone())
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+                .map_err(|e| e.to_string())
+        };
+        let ok = matches!(outcome, Ok(200..=299));
+        self.record_delivery(a.provider, &a.event, &a.reference, &a.url, outcome, n);
+        ok
+    }
+
+    fn record_delivery(
+        &self,
+        provider: ProviderId,
+        event: &str,
+        reference: &str,
+        url: &str,
+        outcome: Result<u16, String>,
+        attempt: u32,
+    ) {
+        let (status, error) = match outcome {
+            Ok(s) => (Some(s), None),
+            Err(e) => (None, Some(e)),
+        };
+        let entry = json!({
+            "provider": provider.as_str(),
+            "event": event,
+            "reference": reference,
+            "url": url,
+            "status": status,
+            "error": error,
+            "attempt": attempt,
+            "at": now_rfc3339(),
+        });
+        push_bounded(&mut self.db().webhooks, entry);
+    }
+}
+
+struct Attempt {
+    provider: ProviderId,
+    event: String,
+    reference: String,
+    url: String,
+    bytes: Vec<u8>,
+    signature: String,
+}
+
+/// Literal hosts must be loopback; names are held to loopback by the client's resolver.
+fn loopback_url(url: &str) -> bool {
+    let Ok(u) = reqwest::Url::parse(url) else { return false };
+    let Some(host) = u.host_str() else { return false };
+    match host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+        Ok(ip) => is_loopback(ip),
+        Err(_) => true,
+    }
+}
+
+/// `Authorization: Bearer <secret>`, non-empty.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_string())
+}
+
+/// The gateway's and the control API's error body: `{"error": {"code", "message"}}`.
+pub(crate) fn gateway_error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    (status, axum::Json(json!({"error": {"code": code, "message": message.into()}}))).into_response()
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .merge(api::paystack_routes(shared.clone()))
+        .nest("/provider_b", api::gateway_routes(shared.clone(), ProviderId::B))
+        .nest("/provider_c", api::gateway_routes(shared.clone(), ProviderId::C))
+        .merge(api::sms_routes(shared.clone()))
+        .merge(checkout::routes(shared.clone()))
+        .merge(control::routes(shared))
+        .fallback(|| async { gateway_error(StatusCode::NOT_FOUND, "not_found", "no such sandbox route") })
+}

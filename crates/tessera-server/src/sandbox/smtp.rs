@@ -1,0 +1,248 @@
+//! The sandbox's SMTP sink (D11.3, D13.3): enough of RFC 5321 for a real client (lettre) to
+//! deliver — HELO/EHLO, MAIL FROM, RCPT TO, DATA with dot-unstuffing, RSET, NOOP, QUIT — and AUTH
+//! PLAIN/LOGIN accepted as given, so clients configured with credentials work. No TLS. Each
+//! message is parsed with `mail-parser` into `from`, `to`, `subject`, `text`, `html` and kept in
+//! memory for `GET /sandbox/mail`.
+use std::sync::Arc;
+
+use mail_parser::{MessageParser, PartType};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+use super::{now_rfc3339, push_bounded, Shared};
+
+/// Largest message accepted (and advertised with SIZE).
+const MAX_MESSAGE: usize = 10 * 1024 * 1024;
+/// Longest command line.
+const MAX_LINE: usize = 4096;
+
+pub(super) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let accepted = tokio::select! {
+            _ = shared.stop.cancelled() => return,
+            a = listener.accept() => a,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    let (r, w) = stream.into_split();
+                    let stop = shared.stop.clone();
+                    tokio::select! {
+                        _ = stop.cancelled() => {}
+                        res = session(r, w, &shared) => {
+                            if let Err(e) = res {
+                                tracing::debug!(error = %e, "sandbox SMTP session ended");
+                            }
+                        }
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "sandbox SMTP accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Reads one CRLF (or LF) line without its terminator; `None` at end of stream.
+async fn read_line<R: AsyncRead + Unpin>(r: &mut BufReader<R>, max: usize) -> std::io::Result<Option<Vec<u8>>> {
+    let mut buf = Vec::new();
+    let n = (&mut *r).take(max as u64 + 2).read_until(b'\n', &mut buf).await?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if !buf.ends_with(b"\n") && buf.len() > max {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "line too long"));
+    }
+    while buf.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        buf.pop();
+    }
+    Ok(Some(buf))
+}
+
+async fn reply<W: AsyncWrite + Unpin>(w: &mut W, text: &str) -> std::io::Result<()> {
+    w.write_all(text.as_bytes()).await?;
+    w.flush().await
+}
+
+/// The `<address>` of `MAIL FROM:<a>` / `RCPT TO:<a>` (parameters after it ignored).
+fn path_arg(rest: &str) -> String {
+    let rest = rest.trim();
+    match (rest.find('<'), rest.find('>')) {
+        (Some(a), Some(b)) if b > a => rest[a + 1..b].to_string(),
+        _ => rest.split_whitespace().next().unwrap_or_default().to_string(),
+    }
+}
+
+async fn session<R, W>(r: R, mut w: W, shared: &Shared) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut r = BufReader::new(r);
+    reply(&mut w, "220 tessera-sandbox ESMTP ready\r\n").await?;
+    let mut from: Option<String> = None;
+    let mut rcpts: Vec<String> = Vec::new();
+    while let Some(line) = read_line(&mut r, MAX_LINE).await? {
+        let line = String::from_utf8_lossy(&line).to_string();
+        let (verb, rest) = match line.split_once(' ') {
+            Some((v, r)) => (v.to_ascii_uppercase(), r.to_string()),
+            None => (line.to_ascii_uppercase(), String::new()),
+        };
+        match verb.as_str() {
+            "HELO" => reply(&mut w, "250 tessera-sandbox\r\n").await?,
+            "EHLO" => {
+                let text = format!(
+                    "250-tessera-sandbox\r\n250-8BITMIME\r\n250-SMTPUTF8\r\n250-AUTH PLAIN LOGIN\r\n250 SIZE {MAX_MESSAGE}\r\n"
+                );
+                reply(&mut w, &text).await?
+            }
+            "AUTH" => {
+                let mut parts = rest.split_whitespace();
+                let mech = parts.next().unwrap_or_default().to_ascii_uppercase();
+                let initial = parts.next();
+                match mech.as_str() {
+                    "PLAIN" => {
+                        if initial.is_none() {
+                            reply(&mut w, "334 \r\n").await?;
+                            if read_line(&mut r, MAX_LINE).await?.is_none() {
+                                return Ok(());
+                            }
+                        }
+                    }
+                    "LOGIN" => {
+                        if initial.is_none() {
+                            reply(&mut w, "334 VXNlcm5hbWU6\r\n").await?;
+                            if read_line(&mut r, MAX_LINE).await?.is_none() {
+                                return Ok(());
+                            }
+                        }
+                        reply(&mut w, "334 UGFzc3dvcmQ6\r\n").await?;
+                        if read_line(&mut r, MAX_LINE).await?.is_none() {
+                            return Ok(());
+                        }
+                    }
+                    _ => {
+                        reply(&mut w, "504 5.5.4 Unrecognized authentication type\r\n").await?;
+                        continue;
+                    }
+                }
+                reply(&mut w, "235 2.7.0 Authentication successful\r\n").await?
+            }
+            "MAIL" => {
+                let arg = rest.split_once(':').map(|(_, a)| a).unwrap_or_default();
+                from = Some(path_arg(arg));
+                rcpts.clear();
+                reply(&mut w, "250 2.1.0 OK\r\n").await?
+            }
+            "RCPT" => {
+                if from.is_none() {
+                    reply(&mut w, "503 5.5.1 MAIL first\r\n").await?;
+                    continue;
+                }
+                let arg = rest.split_once(':').map(|(_, a)| a).unwrap_or_default();
+                rcpts.push(path_arg(arg));
+                reply(&mut w, "250 2.1.5 OK\r\n").await?
+            }
+            "DATA" => {
+                if from.is_none() || rcpts.is_empty() {
+                    reply(&mut w, "503 5.5.1 MAIL and RCPT first\r\n").await?;
+                    continue;
+                }
+                reply(&mut w, "354 End data with <CR><LF>.<CR><LF>\r\n").await?;
+                let mut data: Vec<u8> = Vec::new();
+                let mut too_big = false;
+                loop {
+                    let Some(l) = read_line(&mut r, MAX_MESSAGE).await? else { return Ok(()) };
+                    if l == b"." {
+                        break;
+                    }
+                    let l = if l.starts_with(b".") { &l[1..] } else { &l[..] };
+                    if data.len() + l.len() + 2 > MAX_MESSAGE {
+                        too_big = true;
+                        continue;
+                    }
+                    data.extend_from_slice(l);
+                    data.extend_from_slice(b"\r\n");
+                }
+                if too_big {
+                    reply(&mut w, "552 5.3.4 Message too big\r\n").await?;
+                } else {
+                    let envelope_from = from.take().unwrap_or_default();
+                    let entry = parse_message(&data, &envelope_from, &rcpts);
+                    push_bounded(&mut shared.db().mail, entry);
+                    reply(&mut w, "250 2.0.0 OK queued\r\n").await?;
+                }
+                from = None;
+                rcpts.clear();
+            }
+            "RSET" => {
+                from = None;
+                rcpts.clear();
+                reply(&mut w, "250 2.0.0 OK\r\n").await?
+            }
+            "NOOP" => reply(&mut w, "250 2.0.0 OK\r\n").await?,
+            "QUIT" => {
+                reply(&mut w, "221 2.0.0 Bye\r\n").await?;
+                return Ok(());
+            }
+            "STARTTLS" => reply(&mut w, "454 4.7.0 TLS not available\r\n").await?,
+            _ => reply(&mut w, "502 5.5.2 Command not recognized\r\n").await?,
+        }
+    }
+    Ok(())
+}
+
+/// A received message as `GET /sandbox/mail` lists it. Header addresses win; the envelope fills
+/// in what the headers lack.
+fn parse_message(raw: &[u8], envelope_from: &str, rcpts: &[String]) -> Value {
+    let parsed = MessageParser::default().parse(raw);
+    let header_from = parsed.as_ref().and_then(|m| m.from()).and_then(|a| a.first()).and_then(|a| a.address());
+    let header_to: Vec<String> = parsed
+        .as_ref()
+        .and_then(|m| m.to())
+        .map(|a| a.iter().filter_map(|x| x.address().map(str::to_string)).collect())
+        .unwrap_or_default();
+    let to = if header_to.is_empty() { rcpts.to_vec() } else { header_to };
+    let (mut text, mut html) = (None, None);
+    if let Some(m) = &parsed {
+        for part in &m.parts {
+            match &part.body {
+                PartType::Text(t) if text.is_none() => text = Some(t.to_string()),
+                PartType::Html(h) if html.is_none() => html = Some(h.to_string()),
+                _ => {}
+            }
+        }
+    }
+    json!({
+        "from": header_from.unwrap_or(envelope_from),
+        "to": to.join(", "),
+        "subject": parsed.as_ref().and_then(|m| m.subject()),
+        "text": text,
+        "html": html,
+        "envelope": {"from": envelope_from, "to": rcpts},
+        "at": now_rfc3339(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_multipart_message_is_read_into_its_parts() {
+        let raw = b"From: Tessera <tickets@demo.localhost>\r\nTo: ama@example.com\r\nSubject: Your tickets\r\n\
+MIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary=\"b\"\r\n\r\n--b\r\n\
+Content-Type: text/plain; charset=utf-8\r\n\r\nHello Ama\r\n--b\r\nContent-Type: text/html; charset=utf-8\r\n\r\n\
+<p>Hello Ama</p>\r\n--b--\r\n";
+        let v = parse_message(raw, "bounce@demo.localhost", &["ama@example.com".into()]);
+        assert_eq!(v["from"], "tickets@demo.localhost");
+        assert_eq!(v["to"], "ama@example.com");
+        assert_eq!(v["subject"], "Your tickets");
+        assert!(v["text"].as_str().is_some_and(|t| t.contains("Hello Ama")), "{v}");
+        assert!(v["html"].as_str().is_some_and(|t| t.contains("<p>Hello Ama</p>")), "{v}");
+    }
+}
