@@ -6,6 +6,7 @@ mod helpers;
 mod auth;
 mod campaigns;
 mod cli;
+mod crash;
 mod foundation;
 mod openapi;
 mod participants;

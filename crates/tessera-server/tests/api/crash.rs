@@ -1,0 +1,219 @@
+//! Crash safety of money (D6.2, D16.8): `tessera serve` as a real process, SIGKILLed after a
+//! webhook was handed off (stored and answered 200) and before it was reconciled. After a restart
+//! the charge is fulfilled exactly once and the money audit is clean.
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tessera_client::{Client, Method};
+use tessera_server::sandbox::{Sandbox, SandboxOptions};
+
+use crate::helpers::Backend;
+
+struct Server {
+    dir: std::path::PathBuf,
+    db: Option<String>,
+    provider_url: String,
+}
+
+impl Server {
+    fn cmd(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
+        cmd.arg("--data-dir").arg(&self.dir).env_remove("DATABASE_URL").env_remove("TESSERA_MASTER_KEY");
+        if let Some(url) = &self.db {
+            cmd.arg("--database-url").arg(url);
+        }
+        cmd
+    }
+
+    fn admin(&self, args: &[&str]) -> Value {
+        let out = self.cmd().arg("admin").args(args).arg("--json").output().expect("run tessera");
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("json")
+    }
+
+    /// Starts `tessera serve` on `addr`, with or without its workers, and waits until it listens.
+    fn start(&self, addr: &str, workers: bool) -> Child {
+        let mut child = self
+            .cmd()
+            .args(["serve", "--listen", addr])
+            .env("TESSERA_LOG_FORMAT", "json")
+            .env("RUST_LOG", "info")
+            .env("TESSERA_PROVIDER_A_BASE_URL", &self.provider_url)
+            .env("TESSERA_PROVIDER_A_SECRET_KEY", "sk_test_crash")
+            .env("TESSERA_RATE_LIMIT_PER_ACCOUNT", "0")
+            .env("TESSERA_RATE_LIMIT_PER_IP", "0")
+            .env("TESSERA_WORKERS_ENABLED", if workers { "1" } else { "0" })
+            .env("TESSERA_WORKER_POLL_MS", "20")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn serve");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let line = lines.next().expect("server log line").expect("utf8");
+            if line.contains("tessera listening") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "server did not start");
+        }
+        // Keep reading the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        child
+    }
+}
+
+fn free_addr() -> String {
+    let port = TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+    format!("127.0.0.1:{port}")
+}
+
+async fn call(client: &Client, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    let bytes = body.map(|b| serde_json::to_vec(&b).expect("json")).unwrap_or_default();
+    let r = client.send_raw(method, path, bytes, None).await.expect("send");
+    (r.status, r.json())
+}
+
+async fn a_sigkill_between_hand_off_and_reconciliation_loses_nothing_and_pays_once(b: Backend) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = match &b {
+        Backend::Sqlite => None,
+        Backend::Postgres(_) => Some(crate::helpers::postgres_schema_url(&b).await),
+    };
+    let sandbox = Sandbox::start(SandboxOptions {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        smtp_listen: None,
+        notify_url: None,
+    })
+    .await
+    .expect("sandbox");
+    let server = Server { dir: dir.path().to_path_buf(), db, provider_url: sandbox.provider_url("provider_a") };
+    server.admin(&["account", "create", "--slug", "crash", "--name", "Crash Test"]);
+    let key = server.admin(&[
+        "key",
+        "create",
+        "--account",
+        "crash",
+        "--kind",
+        "private",
+        "--scopes",
+        "campaigns:write,tickets:write,payments:write,withdrawals:write",
+    ]);
+    let addr = free_addr();
+    let base = format!("http://{addr}");
+    sandbox.set_notify_url(base.clone());
+    let client = Client::new(&base, key["keyId"].as_str().expect("keyId"), key["secret"].as_str().expect("secret"))
+        .expect("client");
+
+    // First life: no workers, so a stored webhook cannot be reconciled before the kill.
+    let mut first = server.start(&addr, false);
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).expect("rfc3339");
+    let (s, c) = call(
+        &client,
+        Method::POST,
+        "/api/white-label/v1/campaigns",
+        Some(json!({"title": "Crash Night", "description": "Money must survive a kill -9.", "campaign_type": "ticketing",
+            "status": "approved", "start_date": fmt(now - time::Duration::days(1)), "end_date": fmt(now + time::Duration::days(9))})),
+    )
+    .await;
+    assert_eq!(s, 201, "{c}");
+    let campaign = c["data"]["id"].as_str().expect("id").to_string();
+    let (s, t) = call(
+        &client,
+        Method::POST,
+        "/api/white-label/v1/ticket-types",
+        Some(json!({"campaignId": campaign, "name": "Floor", "price": 30, "quantity_available": 10})),
+    )
+    .await;
+    assert_eq!(s, 201, "{t}");
+    let ticket = t["data"]["id"].as_str().expect("id").to_string();
+    let (s, init) = call(
+        &client,
+        Method::POST,
+        "/api/white-label/v1/payments/initialize",
+        Some(json!({"campaign_id": campaign, "ticket_id": ticket, "email": "crash@example.com", "quantity": 3})),
+    )
+    .await;
+    assert_eq!(s, 200, "{init}");
+    let reference = init["data"]["reference"].as_str().expect("reference").to_string();
+
+    // The provider confirms; the webhook is stored and answered 200 (the hand-off) ...
+    let r = reqwest::Client::new()
+        .post(format!("{}/sandbox/charges/{reference}/succeed", sandbox.base_url()))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("sandbox");
+    assert_eq!(r.status().as_u16(), 200);
+    let delivered = sandbox.webhooks();
+    assert_eq!(delivered[0]["status"], 200, "the hand-off was acknowledged: {delivered:?}");
+    // ... and the server dies before any worker looked at it.
+    first.kill().expect("SIGKILL");
+    first.wait().expect("reaped");
+    let audit = server.cmd().args(["admin", "ledger", "check", "--json"]).output().expect("ledger check");
+    assert!(audit.status.success(), "nothing is credited yet, and nothing is wrong");
+
+    // Second life, with workers: the stored event is reconciled and the charge fulfilled once.
+    let mut second = server.start(&addr, true);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let paid = loop {
+        let (s, p) = call(&client, Method::GET, &format!("/api/white-label/v1/payments/{reference}"), None).await;
+        assert_eq!(s, 200, "{p}");
+        if p["data"]["status"] == "success" {
+            break p["data"].clone();
+        }
+        assert!(Instant::now() < deadline, "not fulfilled after restart: {p}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(paid["tickets"].as_array().map(Vec::len), Some(3), "{paid}");
+    // Let the workers run on a little: nothing more happens.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, again) = call(&client, Method::GET, &format!("/api/white-label/v1/payments/{reference}"), None).await;
+    assert_eq!(again["data"]["tickets"].as_array().map(Vec::len), Some(3));
+    let (_, ledger) = call(&client, Method::GET, "/api/white-label/v1/ledger", None).await;
+    assert_eq!(ledger["pagination"]["total"], 1, "one charge entry: {ledger}");
+    assert_eq!(ledger["data"][0]["amount"], json!(90));
+    second.kill().expect("stop");
+    second.wait().expect("reaped");
+    let audit = server.cmd().args(["admin", "ledger", "check", "--json"]).output().expect("ledger check");
+    let report: Value = serde_json::from_slice(&audit.stdout).unwrap_or(Value::Null);
+    assert!(audit.status.success(), "{report}");
+    assert_eq!(report["ok"], true, "{report}");
+}
+
+async fn the_money_audit_fails_on_a_ledger_that_does_not_add_up(b: Backend) {
+    let p = crate::payments::spawn_paid(b).await;
+    let c = crate::payments::running_campaign(&p, &p.account.private, "ticketing").await;
+    let t = crate::payments::ticket_type(&p, &p.account.private, &c, 10.0, 5).await;
+    let reference = crate::payments::buy(&p, &c, &t, 1).await["reference"].as_str().expect("reference").to_string();
+    crate::payments::sandbox_settle(&p, &reference, "succeed", json!({})).await;
+    crate::payments::drain(&p).await;
+    crate::payments::assert_ledger_clean(&p);
+    // A credit written behind the ledger's back: the audit names it and exits 1.
+    sqlx::any::install_default_drivers();
+    let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&p.database_url).await.expect("connect");
+    sqlx::query(
+        "INSERT INTO ledger_entries (id, account_id, kind, amount, reference, settles_at, created_at) \
+         VALUES ('forged', $1, 'charge', 500, 'tsr_forged', 0, 0)",
+    )
+    .bind(&p.account.id)
+    .execute(&mut conn)
+    .await
+    .expect("forge");
+    let out = p.cli(&["admin", "ledger", "check", "--account", &p.account.slug, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["ok"], false);
+    let checks: Vec<&str> =
+        report["discrepancies"].as_array().expect("list").iter().filter_map(|d| d["check"].as_str()).collect();
+    assert!(checks.contains(&"charges_equal_confirmed_amounts"), "{report}");
+    assert!(checks.contains(&"no_entry_without_confirmed_charge"), "{report}");
+}
+
+on_both!(
+    a_sigkill_between_hand_off_and_reconciliation_loses_nothing_and_pays_once,
+    the_money_audit_fails_on_a_ledger_that_does_not_add_up,
+);
