@@ -288,6 +288,40 @@ impl Client {
     pub async fn context(&self) -> Result<models::Context, Error> {
         Ok(self.get("/api/white-label/v1/context").await?.data)
     }
+
+    /// `POST /api/white-label/v1/payments/initialize` with a Form 1 (`campaign_id`, `ticket_id`,
+    /// `email`, `quantity`) or Form 2 (`transactionType`, `amount`, …) body.
+    pub async fn initialize_payment<B: Serialize + ?Sized>(&self, body: &B) -> Result<models::PaymentInit, Error> {
+        Ok(self.post("/api/white-label/v1/payments/initialize", body).await?.data)
+    }
+
+    /// `POST /api/white-label/v1/payments/verify`: asks the provider and fulfils if paid.
+    pub async fn verify_payment(&self, reference: &str) -> Result<models::Payment, Error> {
+        let body = serde_json::json!({ "reference": reference });
+        Ok(self.post("/api/white-label/v1/payments/verify", &body).await?.data)
+    }
+
+    /// `GET /api/white-label/v1/payments/:reference`.
+    pub async fn payment(&self, reference: &str) -> Result<models::Payment, Error> {
+        Ok(self.get(&format!("/api/white-label/v1/payments/{reference}")).await?.data)
+    }
+
+    /// `GET /api/white-label/v1/payments?…` (`query` without the `?`, e.g. `status=success`).
+    pub async fn payments(&self, query: &str) -> Result<Response<Vec<models::Payment>>, Error> {
+        let sep = if query.is_empty() { "" } else { "?" };
+        self.get(&format!("/api/white-label/v1/payments{sep}{query}")).await
+    }
+
+    /// `GET /api/white-label/v1/balance`.
+    pub async fn balance(&self) -> Result<models::Balance, Error> {
+        Ok(self.get("/api/white-label/v1/balance").await?.data)
+    }
+
+    /// `GET /api/white-label/v1/ledger?…`.
+    pub async fn ledger(&self, query: &str) -> Result<Response<Vec<models::LedgerEntry>>, Error> {
+        let sep = if query.is_empty() { "" } else { "?" };
+        self.get(&format!("/api/white-label/v1/ledger{sep}{query}")).await
+    }
 }
 
 /// Whether a 401 body is the `replayed_request` error (a substring test: this runs on every 401,

@@ -53,3 +53,82 @@ pub struct Context {
     pub settings: serde_json::Map<String, serde_json::Value>,
     pub provider_summary: Vec<ProviderSummary>,
 }
+
+/// A ticket, wherever listed (D16.9).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ticket {
+    pub id: String,
+    pub ticket_code: String,
+    pub status: String,
+    pub checked_in: bool,
+    pub checked_in_at: Option<String>,
+    pub checked_in_by: Option<String>,
+    pub ticket_type: serde_json::Value,
+    pub campaign: serde_json::Value,
+    pub attendee: serde_json::Value,
+}
+
+/// `POST /payments/initialize` (both forms). Amounts are GHS.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentInit {
+    pub reference: String,
+    pub status: String,
+    pub transaction_type: String,
+    pub provider: Option<String>,
+    pub authorization_url: Option<String>,
+    pub access_code: Option<String>,
+    pub amount: f64,
+    pub fees: f64,
+    pub currency: String,
+    pub expires_at: Option<String>,
+    #[serde(default)]
+    pub tickets: Vec<Ticket>,
+}
+
+/// A transaction (`GET /payments/:reference`, `POST /payments/verify`, `GET /payments`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Payment {
+    pub reference: String,
+    pub transaction_type: String,
+    /// `pending`, `success`, `failed`, `abandoned`.
+    pub status: String,
+    pub amount: f64,
+    pub fees: f64,
+    pub net: f64,
+    pub currency: String,
+    pub provider: Option<String>,
+    pub email: String,
+    pub campaign_id: String,
+    pub quantity: i64,
+    pub created_at: String,
+    pub paid_at: Option<String>,
+    pub mismatch: bool,
+    pub paid_late: bool,
+    #[serde(default)]
+    pub tickets: Vec<Ticket>,
+    pub votes: Option<serde_json::Value>,
+    pub donation: Option<serde_json::Value>,
+}
+
+/// `GET /balance`, GHS.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Balance {
+    pub available: f64,
+    pub pending: f64,
+    pub held: f64,
+    pub currency: String,
+}
+
+/// An item of `GET /ledger`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LedgerEntry {
+    pub id: String,
+    pub kind: String,
+    pub amount: f64,
+    pub reference: String,
+    pub created_at: String,
+}

@@ -811,7 +811,33 @@ async fn one_thousand_concurrent_checkouts_for_one_hundred_seats_sell_exactly_on
     assert_ledger_clean(&p);
 }
 
+async fn the_sdk_initializes_verifies_and_reads_money(b: Backend) {
+    let p = spawn_paid(b).await;
+    let c = running_campaign(&p, &p.account.private, "ticketing").await;
+    let t = ticket_type(&p, &p.account.private, &c, 12.5, 5).await;
+    let sdk = p.client();
+    let init = sdk.initialize_payment(&checkout_body(&p, &c, &t, 2)).await.expect("initialize");
+    assert_eq!((init.status.as_str(), init.amount, init.provider.as_deref()), ("pending", 25.0, Some("provider_a")));
+    sandbox_settle(&p, &init.reference, "succeed", json!({"deliver": false})).await;
+    // verify asks the provider and fulfils, without any worker.
+    let paid = sdk.verify_payment(&init.reference).await.expect("verify");
+    assert_eq!(paid.status, "success");
+    assert_eq!(paid.tickets.len(), 2);
+    assert_eq!(sdk.payment(&init.reference).await.expect("payment").tickets.len(), 2);
+    let listed = sdk.payments("status=success").await.expect("list");
+    assert_eq!(listed.pagination.as_ref().map(|p| p.total), Some(1));
+    let balance = sdk.balance().await.expect("balance");
+    assert_eq!((balance.available, balance.pending, balance.held), (25.0, 0.0, 0.0));
+    let ledger = sdk.ledger("limit=5").await.expect("ledger");
+    assert_eq!(ledger.data.len(), 1);
+    assert_eq!(ledger.data[0].kind, "charge");
+    let err = sdk.payment("tsr_nope").await.expect_err("unknown");
+    assert_eq!((err.status(), err.code()), (Some(404), Some("not_found")));
+    assert_ledger_clean(&p);
+}
+
 on_both!(
+    the_sdk_initializes_verifies_and_reads_money,
     a_checkout_reserves_seats_and_returns_the_providers_checkout,
     a_paid_charge_is_confirmed_credited_and_fulfilled_once,
     fees_follow_the_accounts_rule_and_its_bearer,
