@@ -17,7 +17,7 @@ use crate::store::audit::Audit;
 use crate::store::Store;
 
 pub const SLUG: &str = "demo";
-const PRIVATE_SCOPES: &str = "settings:read,settings:write,campaigns:read,campaigns:write,tickets:read,tickets:write,payments:write,my-tickets:read,submissions:write,notifications:write";
+const PRIVATE_SCOPES: &str = "settings:read,settings:write,campaigns:read,campaigns:write,tickets:read,tickets:write,payments:write,withdrawals:write,my-tickets:read,submissions:write,notifications:write";
 const PUBLIC_SCOPES: &str = "settings:read,campaigns:read,tickets:read";
 
 /// Returns `{"public": {...}, "private": {...}}` as created by `admin key create`.
