@@ -9,6 +9,7 @@ mod cli;
 mod foundation;
 mod openapi;
 mod participants;
+mod providers;
 mod settings;
 mod shutdown;
 mod storefront;
