@@ -79,15 +79,18 @@ fn deliveries(sb: &SandboxHandle, reference: &str) -> Vec<Value> {
     v
 }
 
+/// One received webhook: path, headers, raw body.
+type Received = (String, axum::http::HeaderMap, Vec<u8>);
+
 /// A loopback webhook receiver standing in for Tessera: records (path, signature headers, body).
 struct Receiver {
     url: String,
-    got: Arc<Mutex<Vec<(String, axum::http::HeaderMap, Vec<u8>)>>>,
+    got: Arc<Mutex<Vec<Received>>>,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
 async fn receiver() -> Receiver {
-    let got: Arc<Mutex<Vec<(String, axum::http::HeaderMap, Vec<u8>)>>> = Arc::default();
+    let got: Arc<Mutex<Vec<Received>>> = Arc::default();
     let sink = got.clone();
     let app = axum::Router::new().fallback(
         move |uri: axum::http::Uri, headers: axum::http::HeaderMap, body: axum::body::Bytes| {
