@@ -42,11 +42,11 @@ fn ps_ok(message: &str, data: Value) -> Response {
 }
 
 /// The Bearer secret, after the outage and auth checks every Paystack route makes.
-fn ps_guard(shared: &Shared, headers: &HeaderMap) -> Result<String, Response> {
+fn ps_guard(shared: &Shared, headers: &HeaderMap) -> Result<String, Box<Response>> {
     if shared.is_down(ProviderId::A.as_str()) {
-        return Err(ps_error(StatusCode::SERVICE_UNAVAILABLE, "Service unavailable (sandbox outage)"));
+        return Err(Box::new(ps_error(StatusCode::SERVICE_UNAVAILABLE, "Service unavailable (sandbox outage)")));
     }
-    bearer(headers).ok_or_else(|| ps_error(StatusCode::UNAUTHORIZED, "Invalid key"))
+    bearer(headers).ok_or_else(|| Box::new(ps_error(StatusCode::UNAUTHORIZED, "Invalid key")))
 }
 
 /// Paystack reports an unpaid charge as `abandoned`.
@@ -112,7 +112,7 @@ pub(super) fn paystack_routes(shared: Arc<Shared>) -> Router {
 async fn ps_initialize(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let secret = match ps_guard(&shared, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let Some(o) = object(&body) else { return ps_error(StatusCode::BAD_REQUEST, "Invalid JSON body") };
     let Some(email) = text(&o, "email") else { return ps_error(StatusCode::BAD_REQUEST, "Email is required") };
@@ -157,7 +157,7 @@ async fn ps_initialize(State(shared): State<Arc<Shared>>, headers: HeaderMap, bo
 async fn ps_verify(State(shared): State<Arc<Shared>>, headers: HeaderMap, Path(reference): Path<String>) -> Response {
     let secret = match ps_guard(&shared, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let db = shared.db();
     match db.charges.get(&reference).filter(|c| c.provider == ProviderId::A && c.secret == secret) {
@@ -169,7 +169,7 @@ async fn ps_verify(State(shared): State<Arc<Shared>>, headers: HeaderMap, Path(r
 async fn ps_recipient(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let secret = match ps_guard(&shared, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let Some(o) = object(&body) else { return ps_error(StatusCode::BAD_REQUEST, "Invalid JSON body") };
     for k in ["type", "name", "account_number", "bank_code"] {
@@ -203,7 +203,7 @@ async fn ps_recipient(State(shared): State<Arc<Shared>>, headers: HeaderMap, bod
 async fn ps_transfer_create(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let secret = match ps_guard(&shared, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let Some(o) = object(&body) else { return ps_error(StatusCode::BAD_REQUEST, "Invalid JSON body") };
     if text(&o, "source") != Some("balance") {
@@ -248,7 +248,7 @@ async fn ps_transfer_verify(
 ) -> Response {
     let secret = match ps_guard(&shared, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let db = shared.db();
     match db.transfers.get(&reference).filter(|t| t.provider == ProviderId::A && t.secret == secret) {
@@ -265,12 +265,13 @@ struct Gw {
     provider: ProviderId,
 }
 
-fn gw_guard(gw: &Gw, headers: &HeaderMap) -> Result<String, Response> {
+fn gw_guard(gw: &Gw, headers: &HeaderMap) -> Result<String, Box<Response>> {
     if gw.shared.is_down(gw.provider.as_str()) {
-        return Err(gateway_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "sandbox outage"));
+        return Err(Box::new(gateway_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "sandbox outage")));
     }
-    bearer(headers)
-        .ok_or_else(|| gateway_error(StatusCode::UNAUTHORIZED, "unauthorized", "a Bearer secret key is required"))
+    bearer(headers).ok_or_else(|| {
+        Box::new(gateway_error(StatusCode::UNAUTHORIZED, "unauthorized", "a Bearer secret key is required"))
+    })
 }
 
 fn gw_charge(c: &Charge, base: &str) -> Value {
@@ -321,7 +322,7 @@ fn invalid(message: &str) -> Response {
 async fn gw_charge_create(State(gw): State<Gw>, headers: HeaderMap, body: Bytes) -> Response {
     let secret = match gw_guard(&gw, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let Some(o) = object(&body) else { return invalid("the body must be a JSON object") };
     let Some(reference) = text(&o, "reference") else { return invalid("reference is required") };
@@ -359,7 +360,7 @@ async fn gw_charge_create(State(gw): State<Gw>, headers: HeaderMap, body: Bytes)
 async fn gw_charge_get(State(gw): State<Gw>, headers: HeaderMap, Path(reference): Path<String>) -> Response {
     let secret = match gw_guard(&gw, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let db = gw.shared.db();
     match db.charges.get(&reference).filter(|c| c.provider == gw.provider && c.secret == secret) {
@@ -371,7 +372,7 @@ async fn gw_charge_get(State(gw): State<Gw>, headers: HeaderMap, Path(reference)
 async fn gw_transfer_create(State(gw): State<Gw>, headers: HeaderMap, body: Bytes) -> Response {
     let secret = match gw_guard(&gw, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let Some(o) = object(&body) else { return invalid("the body must be a JSON object") };
     let Some(reference) = text(&o, "reference") else { return invalid("reference is required") };
@@ -414,7 +415,7 @@ async fn gw_transfer_create(State(gw): State<Gw>, headers: HeaderMap, body: Byte
 async fn gw_transfer_get(State(gw): State<Gw>, headers: HeaderMap, Path(reference): Path<String>) -> Response {
     let secret = match gw_guard(&gw, &headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let db = gw.shared.db();
     match db.transfers.get(&reference).filter(|t| t.provider == gw.provider && t.secret == secret) {

@@ -44,12 +44,12 @@ struct SettleIn {
     reason: Option<String>,
 }
 
-fn parse_body(body: &Bytes) -> Result<SettleIn, Response> {
+fn parse_body(body: &Bytes) -> Result<SettleIn, Box<Response>> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(SettleIn::default());
     }
     serde_json::from_slice(body)
-        .map_err(|e| gateway_error(StatusCode::BAD_REQUEST, "malformed_json", format!("body: {e}")))
+        .map_err(|e| Box::new(gateway_error(StatusCode::BAD_REQUEST, "malformed_json", format!("body: {e}"))))
 }
 
 fn outcome_of(action: &str) -> Option<Outcome> {
@@ -111,7 +111,7 @@ async fn charge_settle(
     };
     let input = match parse_body(&body) {
         Ok(i) => i,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     if input.amount.is_some_and(|a| a <= 0) {
         return gateway_error(
@@ -140,7 +140,7 @@ async fn transfer_settle(
     };
     let input = match parse_body(&body) {
         Ok(i) => i,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let transfer: Transfer = {
         let mut db = shared.db();

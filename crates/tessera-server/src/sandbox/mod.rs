@@ -50,6 +50,9 @@ impl Sandbox {
             .await
             .with_context(|| format!("sandbox: binding {}", opts.listen))?;
         let addr = listener.local_addr()?;
+        if !addr.ip().is_loopback() {
+            tracing::warn!(%addr, "the sandbox is listening beyond loopback: anyone who reaches it can settle charges");
+        }
         let smtp = match opts.smtp_listen {
             Some(a) => {
                 Some(tokio::net::TcpListener::bind(a).await.with_context(|| format!("sandbox: binding SMTP on {a}"))?)

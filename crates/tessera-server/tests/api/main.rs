@@ -11,6 +11,7 @@ mod foundation;
 mod openapi;
 mod participants;
 mod payments;
+mod providers;
 mod settings;
 mod shutdown;
 mod storefront;

@@ -1,0 +1,546 @@
+//! Provider adapters against the real sandbox on loopback (D11), the sandbox's own product
+//! surface (checkout, control API, webhooks, SMS, SMTP), and the outbound guard at save time
+//! (D16.25). No fakes: every call crosses HTTP or SMTP.
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use secrecy::SecretString;
+use serde_json::{json, Value};
+use tessera_client::Method;
+use tessera_server::providers::outbound::Outbound;
+use tessera_server::providers::payments::{
+    adapter, ChargeRequest, Credentials, ProviderError, ProviderId, RemoteStatus, TransferRequest,
+};
+use tessera_server::sandbox::{Sandbox, SandboxHandle, SandboxOptions};
+
+use crate::helpers::{assert_error, detail_fields, spawn_with, Backend};
+
+async fn sandbox() -> SandboxHandle {
+    Sandbox::start(SandboxOptions {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        smtp_listen: Some("127.0.0.1:0".parse().expect("addr")),
+        notify_url: None,
+    })
+    .await
+    .expect("sandbox")
+}
+
+fn outbound() -> Outbound {
+    Outbound::new(Duration::from_secs(5), false).expect("outbound")
+}
+
+/// Platform credentials (operator-configured, so the loopback sandbox is allowed).
+fn creds(sb: &SandboxHandle, p: ProviderId, secret: &str) -> Credentials {
+    Credentials {
+        base_url: sb.provider_url(p.as_str()),
+        secret_key: SecretString::from(secret),
+        account_supplied: false,
+    }
+}
+
+fn reference(tag: &str) -> String {
+    format!("T-{tag}-{}", uuid::Uuid::now_v7().simple())
+}
+
+fn charge<'a>(reference: &'a str, metadata: &'a Value, callback: Option<&'a str>) -> ChargeRequest<'a> {
+    ChargeRequest {
+        reference,
+        amount: 1250,
+        currency: "GHS",
+        email: "ama@example.com",
+        callback_url: callback,
+        metadata,
+    }
+}
+
+fn transfer(reference: &str) -> TransferRequest<'_> {
+    TransferRequest {
+        reference,
+        amount: 5000,
+        currency: "GHS",
+        account_name: "Ama Mensah",
+        account_number: "0241234567",
+        bank_code: "MTN",
+        bank_name: "MTN Mobile Money",
+        reason: "Withdrawal",
+    }
+}
+
+async fn control(sb: &SandboxHandle, path: &str, body: Value) -> (u16, Value) {
+    let r = reqwest::Client::new().post(format!("{}{path}", sb.base_url())).json(&body).send().await.expect("control");
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// Deliveries of one reference, oldest first.
+fn deliveries(sb: &SandboxHandle, reference: &str) -> Vec<Value> {
+    let mut v: Vec<Value> = sb.webhooks().into_iter().filter(|d| d["reference"] == reference).collect();
+    v.reverse();
+    v
+}
+
+/// One received webhook: path, headers, raw body.
+type Received = (String, axum::http::HeaderMap, Vec<u8>);
+
+/// A loopback webhook receiver standing in for Tessera: records (path, signature headers, body).
+struct Receiver {
+    url: String,
+    got: Arc<Mutex<Vec<Received>>>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn receiver() -> Receiver {
+    let got: Arc<Mutex<Vec<Received>>> = Arc::default();
+    let sink = got.clone();
+    let app = axum::Router::new().fallback(
+        move |uri: axum::http::Uri, headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+            let sink = sink.clone();
+            async move {
+                sink.lock().expect("lock").push((uri.path().to_string(), headers, body.to_vec()));
+                "ok"
+            }
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = rx.await;
+            })
+            .await;
+    });
+    Receiver { url, got, _stop: tx }
+}
+
+#[tokio::test]
+async fn provider_a_initializes_and_verifies_a_charge_like_paystack() {
+    let sb = sandbox().await;
+    let (http, c, a) = (outbound(), creds(&sb, ProviderId::A, "sk_test_a"), adapter(ProviderId::A));
+    let r = reference("a");
+    let meta = json!({"campaignId": "c1"});
+    let init = a.initialize(&http, &c, &charge(&r, &meta, None)).await.expect("initialize");
+    assert_eq!(init.authorization_url, format!("{}/checkout/{r}", sb.base_url()));
+    assert!(!init.access_code.is_empty());
+
+    // A fresh unpaid Paystack charge reports `abandoned`: pending to Tessera.
+    let state = a.verify_charge(&http, &c, &r).await.expect("verify");
+    assert_eq!((state.status, state.amount, state.currency.as_str()), (RemoteStatus::Pending, 1250, "GHS"));
+    assert_eq!(state.reference, r);
+
+    let raw = reqwest::Client::new()
+        .get(format!("{}/transaction/verify/{r}", c.base_url))
+        .bearer_auth("sk_test_a")
+        .send()
+        .await
+        .expect("raw verify");
+    let body: Value = raw.json().await.expect("json");
+    assert_eq!((body["status"].as_bool(), body["data"]["status"].as_str()), (Some(true), Some("abandoned")));
+    assert_eq!(body["data"]["customer"]["email"], "ama@example.com");
+
+    let (status, record) = control(&sb, &format!("/sandbox/charges/{r}/succeed"), json!({"deliver": false})).await;
+    assert_eq!((status, record["status"].as_str()), (200, Some("success")), "{record}");
+    let state = a.verify_charge(&http, &c, &r).await.expect("verify");
+    assert_eq!(state.status, RemoteStatus::Success);
+}
+
+#[tokio::test]
+async fn gateway_providers_initialize_verify_and_report_failure() {
+    let sb = sandbox().await;
+    let http = outbound();
+    for p in [ProviderId::B, ProviderId::C] {
+        let (c, a) = (creds(&sb, p, "sk_gw"), adapter(p));
+        let r = reference(p.as_str());
+        let meta = json!({});
+        let init =
+            a.initialize(&http, &c, &charge(&r, &meta, Some("https://shop.example.com/done"))).await.expect("init");
+        assert_eq!(init.authorization_url, format!("{}/checkout/{r}", sb.base_url()));
+        assert_eq!(a.verify_charge(&http, &c, &r).await.expect("verify").status, RemoteStatus::Pending);
+        let (status, _) = control(&sb, &format!("/sandbox/charges/{r}/fail"), json!({"deliver": false})).await;
+        assert_eq!(status, 200);
+        let state = a.verify_charge(&http, &c, &r).await.expect("verify");
+        assert_eq!((state.status, state.amount), (RemoteStatus::Failed, 1250), "{}", p.as_str());
+    }
+}
+
+#[tokio::test]
+async fn a_charge_settled_with_another_amount_or_currency_verifies_as_settled() {
+    let sb = sandbox().await;
+    let http = outbound();
+    for p in ProviderId::ALL {
+        let (c, a) = (creds(&sb, p, "sk_mismatch"), adapter(p));
+        let r = reference("mismatch");
+        a.initialize(&http, &c, &charge(&r, &Value::Null, None)).await.expect("init");
+        let (status, record) = control(
+            &sb,
+            &format!("/sandbox/charges/{r}/succeed"),
+            json!({"amount": 999, "currency": "USD", "deliver": false}),
+        )
+        .await;
+        assert_eq!((status, record["amount"].as_i64()), (200, Some(999)));
+        let state = a.verify_charge(&http, &c, &r).await.expect("verify");
+        assert_eq!((state.status, state.amount, state.currency.as_str()), (RemoteStatus::Success, 999, "USD"));
+    }
+}
+
+#[tokio::test]
+async fn unknown_references_and_charges_of_another_secret_are_not_found() {
+    let sb = sandbox().await;
+    let http = outbound();
+    for p in ProviderId::ALL {
+        let a = adapter(p);
+        let mine = creds(&sb, p, "sk_mine");
+        let theirs = creds(&sb, p, "sk_theirs");
+        let r = reference("scoped");
+        a.initialize(&http, &mine, &charge(&r, &Value::Null, None)).await.expect("init");
+        assert_eq!(a.verify_charge(&http, &theirs, &r).await, Err(ProviderError::NotFound), "{}", p.as_str());
+        assert_eq!(a.verify_charge(&http, &mine, "T-nobody").await, Err(ProviderError::NotFound));
+        assert_eq!(a.verify_transfer(&http, &mine, "W-nobody").await, Err(ProviderError::NotFound));
+    }
+    // A charge is visible only at the provider that made it.
+    let r = reference("cross");
+    adapter(ProviderId::B)
+        .initialize(&http, &creds(&sb, ProviderId::B, "sk"), &charge(&r, &Value::Null, None))
+        .await
+        .expect("init");
+    let other = adapter(ProviderId::C).verify_charge(&http, &creds(&sb, ProviderId::C, "sk"), &r).await;
+    assert_eq!(other, Err(ProviderError::NotFound));
+}
+
+#[tokio::test]
+async fn transfers_are_created_verified_settled_and_a_reused_reference_is_a_duplicate() {
+    let sb = sandbox().await;
+    let http = outbound();
+    for p in ProviderId::ALL {
+        let (c, a) = (creds(&sb, p, "sk_payout"), adapter(p));
+        let r = reference("w");
+        let created = a.create_transfer(&http, &c, &transfer(&r)).await.expect("transfer");
+        assert_eq!(
+            (created.status, created.amount, created.reference.as_str()),
+            (RemoteStatus::Pending, 5000, r.as_str())
+        );
+        assert_eq!(a.create_transfer(&http, &c, &transfer(&r)).await, Err(ProviderError::Duplicate), "{}", p.as_str());
+        assert_eq!(a.verify_transfer(&http, &c, &r).await.expect("verify").status, RemoteStatus::Pending);
+        let (status, record) = control(
+            &sb,
+            &format!("/sandbox/transfers/{r}/fail"),
+            json!({"reason": "Account closed", "deliver": false}),
+        )
+        .await;
+        assert_eq!((status, record["status"].as_str()), (200, Some("failed")), "{record}");
+        let state = a.verify_transfer(&http, &c, &r).await.expect("verify");
+        assert_eq!((state.status, state.reason.as_deref()), (RemoteStatus::Failed, Some("Account closed")));
+        let (status, _) = control(&sb, &format!("/sandbox/transfers/{r}/succeed"), json!({})).await;
+        assert_eq!(status, 409, "a settled transfer stays settled");
+        assert_eq!(a.verify_transfer(&http, &creds(&sb, p, "sk_other"), &r).await, Err(ProviderError::NotFound));
+    }
+    let r = reference("ok");
+    let c = creds(&sb, ProviderId::A, "sk_payout");
+    adapter(ProviderId::A).create_transfer(&http, &c, &transfer(&r)).await.expect("transfer");
+    control(&sb, &format!("/sandbox/transfers/{r}/succeed"), json!({"deliver": false})).await;
+    assert_eq!(
+        adapter(ProviderId::A).verify_transfer(&http, &c, &r).await.expect("verify").status,
+        RemoteStatus::Success
+    );
+    assert_eq!(sb.transfer(&r).expect("record")["recipient"]["type"], "mobile_money");
+}
+
+#[tokio::test]
+async fn an_outage_makes_a_provider_unreachable_until_it_ends() {
+    let sb = sandbox().await;
+    let http = outbound();
+    for p in ProviderId::ALL {
+        let (c, a) = (creds(&sb, p, "sk_outage"), adapter(p));
+        let (status, _) =
+            control(&sb, &format!("/sandbox/providers/{}/outage", p.as_str()), json!({"down": true})).await;
+        assert_eq!(status, 200);
+        let r = reference("down");
+        let err = a.initialize(&http, &c, &charge(&r, &Value::Null, None)).await.expect_err("down");
+        assert!(matches!(err, ProviderError::Unreachable(_)) && err.is_transient(), "{err:?}");
+        control(&sb, &format!("/sandbox/providers/{}/outage", p.as_str()), json!({"down": false})).await;
+        a.initialize(&http, &c, &charge(&r, &Value::Null, None)).await.expect("back up");
+    }
+    // A closed port is unreachable too.
+    let dead = Credentials {
+        base_url: "http://127.0.0.1:9".into(),
+        secret_key: SecretString::from("sk"),
+        account_supplied: false,
+    };
+    let err = adapter(ProviderId::B).verify_charge(&http, &dead, "x").await.expect_err("dead");
+    assert!(matches!(err, ProviderError::Unreachable(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_missing_secret_is_rejected_and_a_guarded_private_url_is_blocked() {
+    let sb = sandbox().await;
+    let http = outbound();
+    for p in ProviderId::ALL {
+        let err = adapter(p).verify_charge(&http, &creds(&sb, p, ""), "x").await.expect_err("401");
+        assert!(matches!(err, ProviderError::Rejected(ref m) if m.contains("401")), "{err:?}");
+        // An account-supplied loopback URL never leaves Tessera unless private endpoints are allowed.
+        let mut c = creds(&sb, p, "sk");
+        c.account_supplied = true;
+        let err = adapter(p).verify_charge(&http, &c, "x").await.expect_err("blocked");
+        assert!(matches!(err, ProviderError::Blocked(_)), "{err:?}");
+        let lenient = Outbound::new(Duration::from_secs(5), true).expect("outbound");
+        assert_eq!(adapter(p).verify_charge(&lenient, &c, "x").await, Err(ProviderError::NotFound));
+    }
+}
+
+#[tokio::test]
+async fn sandbox_webhooks_are_signed_with_the_charge_secret_and_verify_with_the_adapter() {
+    let sb = sandbox().await;
+    let rx = receiver().await;
+    sb.set_notify_url(rx.url.clone());
+    let http = outbound();
+    for p in ProviderId::ALL {
+        let (c, a) = (creds(&sb, p, &format!("sk_hook_{}", p.as_str())), adapter(p));
+        let r = reference("hook");
+        a.initialize(&http, &c, &charge(&r, &Value::Null, None)).await.expect("init");
+        let (status, _) = control(&sb, &format!("/sandbox/charges/{r}/succeed"), json!({})).await;
+        assert_eq!(status, 200);
+        // The first attempt is made before the control call answers.
+        let (path, headers, body) = rx.got.lock().expect("lock").last().cloned().expect("a webhook arrived");
+        assert_eq!(path, format!("/api/white-label/webhooks/{}", p.as_str()));
+        let sig =
+            headers.get(p.signature_header()).and_then(|v| v.to_str().ok()).expect("signature header").to_string();
+        let secret = format!("sk_hook_{}", p.as_str());
+        assert!(a.verify_signature(secret.as_bytes(), &body, &sig), "{}", p.as_str());
+        assert!(!a.verify_signature(b"sk_someone_else", &body, &sig));
+        let v: Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(v["event"], "charge.success");
+        for k in ["id", "reference", "status", "amount", "currency", "fees", "customer", "paid_at"] {
+            assert!(v["data"].get(k).is_some(), "data.{k} in {v}");
+        }
+        assert_eq!(v["data"]["customer"]["email"], "ama@example.com");
+        let event = a.parse_event(&body).expect("event");
+        assert_eq!((event.event.as_str(), event.reference.as_str()), ("charge.success", r.as_str()));
+        assert!(event.id.is_some());
+        assert_eq!(deliveries(&sb, &r)[0]["status"], 200);
+    }
+    // Transfers carry their failure reason.
+    let r = reference("tw");
+    let c = creds(&sb, ProviderId::B, "sk_t");
+    adapter(ProviderId::B).create_transfer(&http, &c, &transfer(&r)).await.expect("transfer");
+    control(&sb, &format!("/sandbox/transfers/{r}/fail"), json!({"reason": "Invalid account"})).await;
+    let (_, headers, body) = rx.got.lock().expect("lock").last().cloned().expect("webhook");
+    let v: Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!((v["event"].as_str(), v["data"]["reason"].as_str()), (Some("transfer.failed"), Some("Invalid account")));
+    let sig = headers.get("x-provider_b-signature").and_then(|v| v.to_str().ok()).expect("sig");
+    assert!(adapter(ProviderId::B).verify_signature(b"sk_t", &body, sig));
+}
+
+#[tokio::test]
+async fn the_checkout_page_pays_or_declines_and_redirects_to_the_callback() {
+    let sb = sandbox().await;
+    let http = outbound();
+    let c = creds(&sb, ProviderId::A, "sk_checkout");
+    let a = adapter(ProviderId::A);
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    for (action, status) in [("pay", "success"), ("decline", "failed")] {
+        let r = reference(action);
+        let init = a
+            .initialize(&http, &c, &charge(&r, &Value::Null, Some("https://shop.example.com/done?x=1")))
+            .await
+            .expect("init");
+        let page = browser.get(&init.authorization_url).send().await.expect("page");
+        assert_eq!(page.status(), 200);
+        let html = page.text().await.expect("html");
+        for needle in ["GHS 12.50", "ama@example.com", r.as_str(), "provider_a", "/pay\"", "/decline\""] {
+            assert!(html.contains(needle), "{needle} on the page");
+        }
+        let done = browser.post(format!("{}/{action}", init.authorization_url)).send().await.expect("submit");
+        assert_eq!(done.status(), 303);
+        let location = done.headers().get("location").and_then(|v| v.to_str().ok()).expect("location");
+        assert_eq!(location, format!("https://shop.example.com/done?x=1&reference={r}&status={status}"));
+        let expected = if status == "success" { RemoteStatus::Success } else { RemoteStatus::Failed };
+        assert_eq!(a.verify_charge(&http, &c, &r).await.expect("verify").status, expected);
+        let again = browser.post(format!("{}/pay", init.authorization_url)).send().await.expect("again");
+        assert_eq!(again.status(), 409);
+    }
+    // Without a callback the page shows the result.
+    let r = reference("nocb");
+    let init = a.initialize(&http, &c, &charge(&r, &Value::Null, None)).await.expect("init");
+    let done = browser.post(format!("{}/pay", init.authorization_url)).send().await.expect("submit");
+    assert_eq!(done.status(), 200);
+    assert!(done.text().await.expect("html").contains("paid"));
+}
+
+#[tokio::test]
+async fn settling_twice_is_409_with_the_record_and_unknown_references_are_404() {
+    let sb = sandbox().await;
+    let r = reference("twice");
+    adapter(ProviderId::C)
+        .initialize(&outbound(), &creds(&sb, ProviderId::C, "sk"), &charge(&r, &Value::Null, None))
+        .await
+        .expect("init");
+    assert_eq!(control(&sb, &format!("/sandbox/charges/{r}/succeed"), json!({"deliver": false})).await.0, 200);
+    let (status, record) = control(&sb, &format!("/sandbox/charges/{r}/fail"), json!({})).await;
+    assert_eq!(
+        (status, record["status"].as_str(), record["reference"].as_str()),
+        (409, Some("success"), Some(r.as_str()))
+    );
+    assert_eq!(control(&sb, "/sandbox/charges/T-nobody/succeed", json!({})).await.0, 404);
+    assert_eq!(control(&sb, "/sandbox/transfers/W-nobody/fail", json!({})).await.0, 404);
+    let got = reqwest::get(format!("{}/sandbox/charges/{r}", sb.base_url())).await.expect("get");
+    assert_eq!(got.status(), 200);
+    assert_eq!(got.json::<Value>().await.expect("json")["provider"], "provider_c");
+    assert_eq!(reqwest::get(format!("{}/sandbox/transfers/nope", sb.base_url())).await.expect("get").status(), 404);
+}
+
+#[tokio::test]
+async fn a_webhook_to_a_dead_notify_url_is_retried_three_more_times_and_recorded() {
+    let sb = sandbox().await;
+    sb.set_notify_url("http://127.0.0.1:9");
+    let r = reference("dead");
+    adapter(ProviderId::B)
+        .initialize(&outbound(), &creds(&sb, ProviderId::B, "sk"), &charge(&r, &Value::Null, None))
+        .await
+        .expect("init");
+    assert_eq!(control(&sb, &format!("/sandbox/charges/{r}/fail"), json!({})).await.0, 200);
+    assert_eq!(deliveries(&sb, &r).len(), 1, "the first attempt is made before the answer");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while deliveries(&sb, &r).len() < 4 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let d = deliveries(&sb, &r);
+    assert_eq!(d.len(), 4, "{d:?}");
+    for (i, item) in d.iter().enumerate() {
+        assert_eq!(item["attempt"], i as u64 + 1);
+        assert_eq!(item["event"], "charge.failed");
+        assert_eq!(item["url"], "http://127.0.0.1:9/api/white-label/webhooks/provider_b");
+        assert!(item["status"].is_null() && item["error"].is_string(), "{item}");
+    }
+    let listed: Vec<Value> =
+        reqwest::get(format!("{}/sandbox/webhooks", sb.base_url())).await.expect("get").json().await.expect("json");
+    assert_eq!(listed[0]["attempt"], 4, "newest first");
+}
+
+#[tokio::test]
+async fn sms_and_smtp_messages_sent_to_the_sandbox_are_listed() {
+    use lettre::message::MultiPart;
+    use lettre::transport::smtp::authentication::Credentials as SmtpCredentials;
+    use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+
+    let sb = sandbox().await;
+    let http = reqwest::Client::new();
+    let sms = format!("{}/messages", sb.sms_url());
+    let denied = http
+        .post(&sms)
+        .json(&json!({"to": "+233241234567", "from": "Tessera", "text": "hi"}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(denied.status(), 401);
+    let sent = http
+        .post(&sms)
+        .bearer_auth("sms_key")
+        .json(&json!({"to": "+233241234567", "from": "Tessera", "text": "Your code is 123456"}))
+        .send()
+        .await
+        .expect("send");
+    assert!(sent.status().is_success());
+    let id = sent.json::<Value>().await.expect("json")["id"].as_str().expect("id").to_string();
+    let listed: Vec<Value> =
+        http.get(format!("{}/sandbox/sms", sb.base_url())).send().await.expect("get").json().await.expect("json");
+    assert_eq!(
+        (listed[0]["id"].as_str(), listed[0]["text"].as_str()),
+        (Some(id.as_str()), Some("Your code is 123456"))
+    );
+    control(&sb, "/sandbox/providers/sms/outage", json!({"down": true})).await;
+    let down = http
+        .post(&sms)
+        .bearer_auth("k")
+        .json(&json!({"to": "+233", "from": "T", "text": "x"}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(down.status(), 503);
+
+    let smtp = sb.smtp_addr().expect("smtp");
+    let email = Message::builder()
+        .from("Tessera Demo <tickets@demo.localhost>".parse().expect("from"))
+        .to("Ama <ama@example.com>".parse().expect("to"))
+        .subject("Your tickets")
+        .multipart(MultiPart::alternative_plain_html(
+            "Hello Ama\n.a line that starts with a dot".to_string(),
+            "<p>Hello Ama</p>".to_string(),
+        ))
+        .expect("message");
+    let mailer = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(smtp.ip().to_string())
+        .port(smtp.port())
+        .credentials(SmtpCredentials::new("user".into(), "pass".into()))
+        .build();
+    mailer.send(email).await.expect("lettre sends to the sink");
+    let mail: Vec<Value> =
+        http.get(format!("{}/sandbox/mail", sb.base_url())).send().await.expect("get").json().await.expect("json");
+    assert_eq!(mail.len(), 1);
+    assert_eq!(
+        (mail[0]["from"].as_str(), mail[0]["to"].as_str()),
+        (Some("tickets@demo.localhost"), Some("ama@example.com"))
+    );
+    assert_eq!(mail[0]["subject"], "Your tickets");
+    let text = mail[0]["text"].as_str().expect("text");
+    assert!(text.contains("Hello Ama") && text.contains("\n.a line that starts with a dot"), "{text:?}");
+    assert!(mail[0]["html"].as_str().is_some_and(|h| h.contains("<p>Hello Ama</p>")));
+    assert_eq!(sb.mail().len(), 1);
+}
+
+async fn settings_refuse_provider_and_sms_urls_into_private_networks(b: Backend) {
+    let app = spawn_with(b, |_| {}).await;
+    for (url, field) in [
+        ("https://127.0.0.1/provider_a", "config.providers.provider_a.baseUrl"),
+        ("http://example.com", "config.providers.provider_a.baseUrl"),
+        ("https://localhost:8090/provider_a", "config.providers.provider_a.baseUrl"),
+        ("https://[::ffff:10.0.0.1]/x", "config.providers.provider_a.baseUrl"),
+    ] {
+        let body = json!({"config": {"providers": {"provider_a": {"baseUrl": url, "secretKey": "sk_live_1"}}}});
+        let r = app
+            .client()
+            .send_raw(
+                Method::PATCH,
+                "/api/white-label/v1/settings/payments",
+                serde_json::to_vec(&body).expect("json"),
+                None,
+            )
+            .await
+            .expect("send");
+        let err = assert_error(&r, 400, "validation_failed");
+        assert_eq!(detail_fields(&err), [field], "{url}: {err}");
+    }
+    let body = json!({"config": {"sms": {"baseUrl": "https://192.168.1.10/sms", "apiKey": "k"}}});
+    let r = app
+        .client()
+        .send_raw(
+            Method::PATCH,
+            "/api/white-label/v1/settings/notifications",
+            serde_json::to_vec(&body).expect("json"),
+            None,
+        )
+        .await
+        .expect("send");
+    let err = assert_error(&r, 400, "validation_failed");
+    assert_eq!(detail_fields(&err), ["config.sms.baseUrl"]);
+    let (status, body) = app
+        .signed(
+            Method::PATCH,
+            "/api/white-label/v1/settings/payments",
+            Some(json!({"config": {"providers": {"provider_b": {"baseUrl": "https://api.gateway.example.com"}}}})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    // A platform that allows private endpoints (the demo) accepts the sandbox on loopback.
+    let lenient = spawn_with(Backend::Sqlite, |c| c.security.allow_private_endpoints = true).await;
+    let (status, body) = lenient
+        .signed(
+            Method::PATCH,
+            "/api/white-label/v1/settings/payments",
+            Some(json!({"config": {"providers": {"provider_a": {"baseUrl": "http://127.0.0.1:8090/provider_a"}}}})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+on_both!(settings_refuse_provider_and_sms_urls_into_private_networks);
