@@ -47,10 +47,15 @@ pub(super) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
+/// A client silent this long is disconnected, as RFC 5321 servers do (4.5.3.2 suggests 5 min).
+const IDLE: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Reads one CRLF (or LF) line without its terminator; `None` at end of stream.
 async fn read_line<R: AsyncRead + Unpin>(r: &mut BufReader<R>, max: usize) -> std::io::Result<Option<Vec<u8>>> {
     let mut buf = Vec::new();
-    let n = (&mut *r).take(max as u64 + 2).read_until(b'\n', &mut buf).await?;
+    let n = tokio::time::timeout(IDLE, (&mut *r).take(max as u64 + 2).read_until(b'\n', &mut buf))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "idle client"))??;
     if n == 0 {
         return Ok(None);
     }
