@@ -43,12 +43,12 @@ db_args=()
 [ -n "${DATABASE_URL:-}" ] && db_args=(--database-url "$DATABASE_URL")
 
 wait_listening() { # log file
-  for _ in $(seq 1 300); do grep -q "tessera listening" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  for _ in $(seq 1 300); do curl -fs "$URL/healthz" >/dev/null 2>&1 && return 0; sleep 0.1; done
   cat "$1" >&2; return 1
 }
 
 start_server() { # data dir, workers on (1/0), log
-  TESSERA_RATE_LIMIT_PER_ACCOUNT=0 TESSERA_RATE_LIMIT_PER_IP=0 TESSERA_AUTH_FAILURE_LIMIT=0 RUST_LOG=warn,tessera_server::app=info \
+  TESSERA_RATE_LIMIT_PER_ACCOUNT=0 TESSERA_RATE_LIMIT_PER_IP=0 TESSERA_AUTH_FAILURE_LIMIT=0 RUST_LOG=warn \
   TESSERA_PROVIDER_A_BASE_URL="$SANDBOX/provider_a" TESSERA_PROVIDER_A_SECRET_KEY=$SECRET \
   TESSERA_WORKERS_ENABLED=$2 TESSERA_WORKER_POLL_MS=10 \
     "$T" --data-dir "$1" "${db_args[@]}" serve --listen "127.0.0.1:$PORT" >"$3" 2>&1 &

@@ -12,6 +12,7 @@ use crate::auth::guard::Guards;
 use crate::auth::replay::ReplayStore;
 use crate::config::Config;
 use crate::providers::outbound::Outbound;
+use crate::store::webhooks::WebhookWriter;
 use crate::store::Store;
 
 pub struct AppInner {
@@ -25,6 +26,8 @@ pub struct AppInner {
     pub openapi_json: String,
     /// This process's name on the jobs it claims (handed back at shutdown, D16.22).
     pub worker_id: String,
+    /// Group-committing writer of provider callbacks (D6.2 hand-off).
+    pub webhooks: WebhookWriter,
     /// Outbound HTTP to providers and gateways (D16.25).
     pub outbound: Outbound,
 }

@@ -12,10 +12,10 @@ use utoipa::ToSchema;
 
 use super::envelope::request_id;
 use super::error::{ApiError, ErrorEnvelope};
-use crate::domain::time::now_ms;
 use crate::payments::{credentials, payments_settings};
 use crate::providers::payments::{adapter, ProviderId};
 use crate::state::AppState;
+use crate::store::webhooks::NewWebhook;
 
 /// The answer to an accepted callback (spec).
 #[derive(Debug, Serialize, ToSchema)]
@@ -92,10 +92,16 @@ pub async fn receive(
         adapter(id).parse_event(&body).map_err(|e| ApiError::malformed_json(format!("not a {provider} event: {e}")))?;
     let payload = std::str::from_utf8(&body).map_err(|_| ApiError::malformed_json("the body is not UTF-8"))?;
     let new = state
-        .store
-        .record_webhook(id.as_str(), &event.event_key(), &event.event, &event.reference, payload, now_ms())
+        .webhooks
+        .record(NewWebhook {
+            provider: id.as_str(),
+            event_key: event.event_key(),
+            event: event.event,
+            reference: event.reference,
+            payload: payload.to_string(),
+        })
         .await?;
-    tracing::info!(provider = id.as_str(), event = %event.event, duplicate = !new, "webhook stored");
+    tracing::debug!(provider = id.as_str(), duplicate = !new, "webhook stored");
     Ok((
         StatusCode::OK,
         Json(WebhookAck { success: true, processed: true, provider: id.as_str().into(), request_id: request_id() }),

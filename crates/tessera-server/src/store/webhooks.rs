@@ -1,10 +1,15 @@
 //! Stored provider callbacks (D6.2): the verified raw event and its reconciliation job are
 //! written in one transaction before the 200 is sent; a second delivery of the same event
 //! (same provider and event key, D16.7) writes nothing.
+//!
+//! Intake is group-committed: [`WebhookWriter`] gathers the events that arrive while a commit is
+//! under way and writes them together in the next transaction, so each request still waits for
+//! its own event to be durable but a burst pays for one commit, not one per event.
 use sqlx::Row;
+use tokio::sync::{mpsc, oneshot};
 
 use super::jobs::{self, queue};
-use super::{Store, StoreResult};
+use super::{Store, StoreError, StoreResult};
 use crate::domain::new_id;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,39 +25,104 @@ pub struct WebhookEvent {
     pub outcome: Option<String>,
 }
 
+/// A verified event to store.
+#[derive(Debug, Clone)]
+pub struct NewWebhook {
+    pub provider: &'static str,
+    pub event_key: String,
+    pub event: String,
+    pub reference: String,
+    pub payload: String,
+}
+
+type Pending = (NewWebhook, oneshot::Sender<StoreResult<bool>>);
+
+/// Most events one group commit writes.
+const MAX_BATCH: usize = 256;
+
+/// The group-committing writer of webhook events; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct WebhookWriter {
+    queue: mpsc::Sender<Pending>,
+}
+
+impl WebhookWriter {
+    /// Starts the writer task; it ends when the last handle is dropped.
+    pub fn start(store: Store) -> Self {
+        let (queue, mut rx) = mpsc::channel::<Pending>(4 * MAX_BATCH);
+        tokio::spawn(async move {
+            while let Some(first) = rx.recv().await {
+                let mut batch = vec![first];
+                while batch.len() < MAX_BATCH {
+                    match rx.try_recv() {
+                        Ok(next) => batch.push(next),
+                        Err(_) => break,
+                    }
+                }
+                let now = crate::domain::time::now_ms();
+                let events: Vec<&NewWebhook> = batch.iter().map(|(w, _)| w).collect();
+                match store.record_webhooks(&events, now).await {
+                    Ok(results) => {
+                        for ((_, reply), inserted) in batch.into_iter().zip(results) {
+                            let _ = reply.send(Ok(inserted));
+                        }
+                    }
+                    // One event the database refuses must not fail the others: each alone.
+                    Err(_) => {
+                        for (w, reply) in batch {
+                            let r =
+                                store.record_webhooks(&[&w], now).await.map(|v| v.first().copied().unwrap_or(false));
+                            let _ = reply.send(r);
+                        }
+                    }
+                }
+            }
+        });
+        WebhookWriter { queue }
+    }
+
+    /// Stores the event and its reconciliation job; returns once they are committed (false for
+    /// a duplicate).
+    pub async fn record(&self, event: NewWebhook) -> StoreResult<bool> {
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send((event, reply))
+            .await
+            .map_err(|_| StoreError::Corrupt("the webhook writer has stopped".into()))?;
+        answer.await.map_err(|_| StoreError::Corrupt("the webhook writer has stopped".into()))?
+    }
+}
+
 impl Store {
-    /// Stores a verified event and queues its reconciliation. Returns false for a duplicate.
-    pub async fn record_webhook(
-        &self,
-        provider: &str,
-        event_key: &str,
-        event: &str,
-        reference: &str,
-        payload: &str,
-        now: i64,
-    ) -> StoreResult<bool> {
-        let id = new_id();
+    /// Stores verified events and queues their reconciliation, in one transaction. Returns, per
+    /// event, whether it was new (false for a duplicate).
+    pub async fn record_webhooks(&self, events: &[&NewWebhook], now: i64) -> StoreResult<Vec<bool>> {
         let mut tx = self.writer().begin().await?;
-        let inserted = sqlx::query(
-            "INSERT INTO webhook_events (id, provider, event_key, event, reference, payload, received_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (provider, event_key) DO NOTHING",
-        )
-        .bind(&id)
-        .bind(provider)
-        .bind(event_key)
-        .bind(event)
-        .bind(reference)
-        .bind(payload)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            == 1;
-        if inserted {
-            jobs::enqueue(&mut tx, queue::WEBHOOK, &id, now, now).await?;
+        let mut out = Vec::with_capacity(events.len());
+        for w in events {
+            let id = new_id();
+            let inserted = sqlx::query(
+                "INSERT INTO webhook_events (id, provider, event_key, event, reference, payload, received_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (provider, event_key) DO NOTHING",
+            )
+            .bind(&id)
+            .bind(w.provider)
+            .bind(&w.event_key)
+            .bind(&w.event)
+            .bind(&w.reference)
+            .bind(&w.payload)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            if inserted {
+                jobs::enqueue(&mut tx, queue::WEBHOOK, &id, now, now).await?;
+            }
+            out.push(inserted);
         }
         tx.commit().await?;
-        Ok(inserted)
+        Ok(out)
     }
 
     pub async fn webhook_event(&self, id: &str) -> StoreResult<Option<WebhookEvent>> {
