@@ -7,6 +7,7 @@ mod auth;
 mod campaigns;
 mod cli;
 mod foundation;
+mod nul;
 mod openapi;
 mod participants;
 mod settings;
