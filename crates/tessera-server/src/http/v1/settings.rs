@@ -148,3 +148,14 @@ pub async fn update(
     mask_sealed(&mut config);
     Ok(ApiResponse::ok(SettingsOut { category: category.to_string(), config }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_categories_are_the_ones_the_handler_accepts() {
+        let schema = serde_json::to_value(<SettingsCategory as utoipa::PartialSchema>::schema()).expect("schema");
+        assert_eq!(schema["enum"], json!(CATEGORIES));
+    }
+}
