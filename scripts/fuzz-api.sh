@@ -81,6 +81,7 @@ SCHEMATHESIS_HOOKS=fuzz_hooks "$venv/bin/schemathesis" run "$base/api/white-labe
   --max-examples "$examples" \
   --workers 2 \
   --generation-with-security-parameters false \
+  --generation-database none \
   --no-color || status=$?
 if grep -qi "panic\|internal error" "$data/server.log"; then
   echo "server log shows internal errors:" >&2
