@@ -74,7 +74,8 @@ TESSERA_FUZZ_CAMPAIGNS=$("$venv/bin/python" -c "import fuzz_hooks; fuzz_hooks.se
 export TESSERA_FUZZ_CAMPAIGNS
 
 status=0
-SCHEMATHESIS_HOOKS=fuzz_hooks "$venv/bin/schemathesis" run "$base/api/white-label/v1/openapi.json" \
+# From the temp dir: Schemathesis keeps its caches in the current directory.
+(cd "$data" && SCHEMATHESIS_HOOKS=fuzz_hooks "$OLDPWD/$venv/bin/schemathesis" run "$base/api/white-label/v1/openapi.json" \
   --url "$base" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method,allow_header_conformance \
   --phases examples,coverage,fuzzing \
@@ -82,7 +83,7 @@ SCHEMATHESIS_HOOKS=fuzz_hooks "$venv/bin/schemathesis" run "$base/api/white-labe
   --workers 2 \
   --generation-with-security-parameters false \
   --generation-database none \
-  --no-color || status=$?
+  --no-color) || status=$?
 if grep -qi "panic\|internal error" "$data/server.log"; then
   echo "server log shows internal errors:" >&2
   grep -i "panic\|internal error" "$data/server.log" | head -20 >&2
