@@ -1,4 +1,5 @@
-//! Extractors: JSON bodies and queries with field-path error details (D1.3–D1.4), and the
+//! Extractors: JSON bodies and queries with field-path error details (D1.3–D1.4), U+0000
+//! refused in any text they carry (one rule for SQLite and PostgreSQL), and the
 //! caller, whose type names the route's scheme and scopes so that no handler can skip a check:
 //! `Signed<scope::SettingsRead>`, `DomainKey<scope::Storefront>`, `AnyKey<scope::CampaignsRead>`.
 //!
@@ -184,6 +185,70 @@ fn detail_from_path(path: &serde_path_to_error::Path, message: &str) -> Detail {
     Detail { field, message: message.to_string() }
 }
 
+const NUL_MESSAGE: &str = "must not contain the character U+0000";
+
+/// Every string (and object key) of `v` that contains U+0000, as details naming its path
+/// (`title`, `metadata.note`, `ticketTypes[0].name`). PostgreSQL cannot store U+0000 in text and
+/// SQLite cuts strings at it, so it is refused everywhere, before anything reads the value.
+fn nul_details(v: &serde_json::Value, path: &mut String, out: &mut Vec<Detail>) {
+    use serde_json::Value;
+    let field = |p: &str| if p.is_empty() { "body".to_string() } else { p.to_string() };
+    match v {
+        Value::String(s) if s.contains('\0') => {
+            out.push(Detail { field: field(path), message: NUL_MESSAGE.into() });
+        }
+        Value::Object(m) => {
+            for (k, v) in m {
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                if k.contains('\0') {
+                    path.push_str(&k.replace('\0', "\\u0000"));
+                    out.push(Detail { field: field(path), message: format!("key {NUL_MESSAGE}") });
+                } else {
+                    path.push_str(k);
+                    nul_details(v, path, out);
+                }
+                path.truncate(len);
+            }
+        }
+        Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                nul_details(v, path, out);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Refuses a JSON value with U+0000 in any string or key: 400 `validation_failed` naming each.
+pub fn reject_nul(v: &serde_json::Value) -> Result<(), ApiError> {
+    let mut details = Vec::new();
+    nul_details(v, &mut String::new(), &mut details);
+    if details.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::validation(details))
+    }
+}
+
+/// Refuses a query string with U+0000 in a parameter name or value, naming the parameter.
+pub fn reject_nul_in_query(query: Option<&str>) -> Result<(), ApiError> {
+    let details: Vec<Detail> = form_urlencoded_parse(query.unwrap_or(""))
+        .filter(|(k, v)| k.contains('\0') || v.contains('\0'))
+        .map(|(k, _)| Detail { field: k.replace('\0', "\\u0000"), message: NUL_MESSAGE.into() })
+        .collect();
+    if details.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::validation(details))
+    }
+}
+
 /// Parses a JSON body that must be an object, naming the field of any error.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let value: serde_json::Value = serde_json::from_slice(bytes)
@@ -191,6 +256,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if !value.is_object() {
         return Err(ApiError::malformed_json("the body must be a JSON object"));
     }
+    reject_nul(&value)?;
     parse_json_value(value)
 }
 
@@ -226,6 +292,7 @@ pub struct ApiQuery<T>(pub T);
 impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        reject_nul_in_query(parts.uri.query())?;
         let q = parts.uri.query().unwrap_or("");
         let de = serde_urlencoded::Deserializer::new(form_urlencoded_parse(q));
         serde_path_to_error::deserialize(de).map(ApiQuery).map_err(|e| {

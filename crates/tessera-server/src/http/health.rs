@@ -7,13 +7,13 @@ use axum::Json;
 use crate::state::AppState;
 
 /// GET /healthz — the process is up.
-#[utoipa::path(get, path = "/healthz", tag = "health", responses((status = 200, description = "up")))]
+#[utoipa::path(get, path = "/healthz", operation_id = "health_live", tag = "health", responses((status = 200, description = "up")))]
 pub async fn healthz() -> impl IntoResponse {
     Json(serde_json::json!({"status": "ok"}))
 }
 
 /// GET /readyz — the store answers.
-#[utoipa::path(get, path = "/readyz", tag = "health", responses((status = 200, description = "ready"), (status = 503, description = "store unreachable")))]
+#[utoipa::path(get, path = "/readyz", operation_id = "health_ready", tag = "health", responses((status = 200, description = "ready"), (status = 503, description = "store unreachable")))]
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     if state.store.ping().await {
         (StatusCode::OK, Json(serde_json::json!({"status": "ready"})))

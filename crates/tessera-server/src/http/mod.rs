@@ -5,6 +5,7 @@ pub mod error;
 pub mod extract;
 pub mod health;
 pub mod middleware;
+pub mod openapi;
 pub mod v1;
 pub mod webhooks;
 
@@ -36,7 +37,14 @@ pub fn is_domain_key_path(path: &str) -> bool {
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "Tessera White-Label Organization and Reseller API", version = "1"),
+    info(
+        title = "Tessera White-Label Organization and Reseller API",
+        version = "1",
+        description = "Every version 1 answer is `{success: true, data, requestId}` or the error envelope \
+                       `{success: false, error, code, requestId, details?}`, with the same id in `x-request-id`. \
+                       Each operation lists the errors it can answer; an unknown path answers 404 and a known \
+                       path with another method 405 (`components.responses`), both in the envelope.",
+    ),
     modifiers(&SecuritySchemes),
     components(schemas(error::ErrorEnvelope, error::Detail, envelope::Pagination)),
 )]
@@ -47,6 +55,7 @@ struct SecuritySchemes;
 impl Modify for SecuritySchemes {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let c = openapi.components.get_or_insert_with(Default::default);
+        c.responses.extend(openapi::shared_components());
         c.add_security_scheme(
             "signed",
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(

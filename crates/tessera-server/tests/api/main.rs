@@ -8,6 +8,7 @@ mod campaigns;
 mod cli;
 mod crash;
 mod foundation;
+mod nul;
 mod openapi;
 mod participants;
 mod payments;

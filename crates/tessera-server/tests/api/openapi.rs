@@ -247,7 +247,174 @@ async fn the_cli_prints_the_same_document_as_the_server_serves(b: Backend) {
     assert_eq!(printed["components"], served["components"]);
 }
 
+/// Resolves a local `$ref` (or returns the value itself).
+fn resolve<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
+    match v["$ref"].as_str().and_then(|r| r.strip_prefix("#/")) {
+        Some(path) => path.split('/').fold(doc, |at, seg| &at[seg]),
+        None => v,
+    }
+}
+
+/// Every operation object with its method and path.
+fn each_operation(doc: &Value) -> Vec<(String, String, &Value)> {
+    operations(doc)
+        .into_iter()
+        .map(|(m, p)| {
+            let op = &doc["paths"][p.as_str()][m.as_str()];
+            (m, p, op)
+        })
+        .collect()
+}
+
+/// The names of the security schemes an operation accepts.
+fn security_names(op: &Value) -> BTreeSet<String> {
+    op["security"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_object).flat_map(|o| o.keys().cloned()).collect())
+        .unwrap_or_default()
+}
+
+async fn operation_ids_are_unique_and_named_resource_underscore_verb(b: Backend) {
+    let app = spawn(b).await;
+    let doc = served_doc(&app).await;
+    let mut seen = BTreeSet::new();
+    for (method, path, op) in each_operation(&doc) {
+        let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path}: no operationId"));
+        let (resource, verb) = id.rsplit_once('_').unwrap_or_else(|| panic!("{id}: not <resource>_<verb>"));
+        let snake = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_lowercase() || c == b'_');
+        assert!(snake(resource) && snake(verb), "{method} {path}: operationId {id} is not <resource>_<verb>");
+        assert!(seen.insert(id.to_string()), "{method} {path}: operationId {id} repeats");
+    }
+}
+
+async fn every_parameter_is_where_the_server_reads_it(b: Backend) {
+    let app = spawn(b).await;
+    let doc = served_doc(&app).await;
+    for (method, path, op) in each_operation(&doc) {
+        let template = path_params(&path);
+        let mut declared_path = BTreeSet::new();
+        for p in op["parameters"].as_array().into_iter().flatten() {
+            let name = p["name"].as_str().expect("parameter name");
+            match p["in"].as_str() {
+                Some("path") => {
+                    assert!(template.iter().any(|t| t == name), "{method} {path}: {name} is no part of the path");
+                    assert_eq!(p["required"], true, "{method} {path}: path parameter {name} must be required");
+                    declared_path.insert(name.to_string());
+                }
+                Some("query") => {
+                    assert!(!template.iter().any(|t| t == name), "{method} {path}: {name} is a path segment");
+                    assert_ne!(p["required"], true, "{method} {path}: query filter {name} is optional");
+                }
+                other => {
+                    panic!("{method} {path}: parameter {name} in {other:?}; headers belong to the security schemes")
+                }
+            }
+        }
+        let template: BTreeSet<String> = template.into_iter().collect();
+        assert_eq!(declared_path, template, "{method} {path}: every path segment declared once");
+    }
+}
+
+async fn every_authenticated_operation_documents_its_auth_errors_and_every_4xx_the_envelope(b: Backend) {
+    let app = spawn(b).await;
+    let doc = served_doc(&app).await;
+    for (method, path, op) in each_operation(&doc) {
+        let what = format!("{} {path}", method.to_uppercase());
+        let responses = op["responses"].as_object().expect("responses");
+        if !security_names(op).is_empty() {
+            for status in ["401", "403", "429"] {
+                assert!(responses.contains_key(status), "{what}: authenticated, but {status} is not documented");
+            }
+            assert!(
+                responses["429"]["headers"]["retry-after"].is_object(),
+                "{what}: 429 documents Retry-After: {}",
+                responses["429"]
+            );
+        }
+        if op["requestBody"].is_object() {
+            for status in ["400", "413"] {
+                assert!(responses.contains_key(status), "{what}: takes a body, but {status} is not documented");
+            }
+        }
+        if op["parameters"].as_array().is_some_and(|a| a.iter().any(|p| p["in"] == "query")) {
+            assert!(responses.contains_key("400"), "{what}: reads a query, but 400 is not documented");
+        }
+        for (status, response) in responses {
+            if !status.starts_with('4') {
+                continue;
+            }
+            let response = resolve(&doc, response);
+            let schema = &response["content"]["application/json"]["schema"];
+            let name = schema["$ref"].as_str().and_then(|r| r.strip_prefix("#/components/schemas/"));
+            assert!(
+                name.is_some_and(|n| n.ends_with("ErrorEnvelope") && doc["components"]["schemas"][n].is_object()),
+                "{what} {status}: the body must be an error envelope schema: {response}"
+            );
+            assert!(response["headers"]["x-request-id"].is_object(), "{what} {status}: x-request-id header");
+        }
+    }
+}
+
+async fn every_request_body_has_an_example_and_closed_rules(b: Backend) {
+    let app = spawn(b).await;
+    let doc = served_doc(&app).await;
+    for (method, path, op) in each_operation(&doc) {
+        let Some(content) = op["requestBody"]["content"]["application/json"].as_object() else { continue };
+        let schema = resolve(&doc, &content["schema"]);
+        let what = format!("{} {path}", method.to_uppercase());
+        assert!(
+            content.contains_key("example") || content.contains_key("examples") || schema["example"].is_object(),
+            "{what}: the request body has no example"
+        );
+        assert_eq!(schema["additionalProperties"], false, "{what}: unknown fields are refused (D1.4)");
+    }
+}
+
+async fn campaign_create_and_update_have_their_own_schemas_with_the_spec_rules(b: Backend) {
+    let app = spawn(b).await;
+    let doc = served_doc(&app).await;
+    let create = resolve(
+        &doc,
+        &doc["paths"]["/api/white-label/v1/campaigns"]["post"]["requestBody"]["content"]["application/json"]["schema"],
+    );
+    let update = resolve(
+        &doc,
+        &doc["paths"]["/api/white-label/v1/campaigns/{campaignId}"]["patch"]["requestBody"]["content"]
+            ["application/json"]["schema"],
+    );
+    let required: BTreeSet<&str> =
+        create["required"].as_array().expect("required").iter().filter_map(Value::as_str).collect();
+    assert_eq!(required, BTreeSet::from(["title", "description", "campaign_type", "start_date", "end_date"]));
+    assert!(update["required"].as_array().is_none_or(|r| r.is_empty()), "PATCH requires nothing: {update}");
+    for schema in [create, update] {
+        let p = &schema["properties"];
+        assert_eq!((p["title"]["minLength"].as_u64(), p["title"]["maxLength"].as_u64()), (Some(3), Some(255)), "{p}");
+        assert_eq!(
+            (p["description"]["minLength"].as_u64(), p["description"]["maxLength"].as_u64()),
+            (Some(10), Some(5000))
+        );
+        assert_eq!(p["campaign_type"]["enum"], serde_json::json!(["voting", "donation", "ticketing"]));
+        assert_eq!(
+            p["status"]["enum"],
+            serde_json::json!(["draft", "pending_approval", "approved", "rejected", "archived"])
+        );
+        assert_eq!(p["start_date"]["format"], "date-time");
+        assert_eq!(p["vote_price"]["multipleOf"], 0.01, "money has at most 2 decimals (D1.5)");
+        assert!(p["slug"]["pattern"].is_string(), "{p}");
+    }
+    let tt = &doc["components"]["schemas"]["TicketTypeIn"]["properties"];
+    assert_eq!(tt["campaignId"]["format"], "uuid");
+    assert_eq!(tt["price"]["multipleOf"], 0.01);
+    assert_eq!(doc["components"]["schemas"]["SubmissionIn"]["properties"]["email"]["format"], "email");
+    assert_eq!(doc["components"]["schemas"]["ParticipantIn"]["properties"]["imageUrl"]["format"], "uri");
+}
+
 on_both!(
+    operation_ids_are_unique_and_named_resource_underscore_verb,
+    every_parameter_is_where_the_server_reads_it,
+    every_authenticated_operation_documents_its_auth_errors_and_every_4xx_the_envelope,
+    every_request_body_has_an_example_and_closed_rules,
+    campaign_create_and_update_have_their_own_schemas_with_the_spec_rules,
     the_document_is_served_as_openapi_3_1_json,
     the_document_lists_every_route_with_its_method,
     every_operation_documents_responses_parameters_and_write_bodies,

@@ -33,6 +33,14 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// A header that names a domain or origin. A value that is not visible ASCII (so not UTF-8
+/// text a hostname could be) is kept as present and unreadable, which no approved domain
+/// matches: it is refused with 403 (D2.3, D2.7) instead of being read as absent.
+fn host_header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    const UNREADABLE: &str = "\u{fffd}";
+    h.get(name).map(|v| v.to_str().unwrap_or(UNREADABLE))
+}
+
 fn valid_nonce(n: &str) -> bool {
     (8..=128).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
@@ -152,7 +160,7 @@ async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiEr
         }
     }
     // D2.7: a domain named on a signed route must be an approved domain of the account.
-    let domain = match header(&parts.headers, DOMAIN_HEADER) {
+    let domain = match host_header(&parts.headers, DOMAIN_HEADER) {
         None => None,
         Some(d) => Some(approved_domain(state, d, &key.info.account_id)?),
     };
@@ -223,7 +231,7 @@ fn approved_domain(state: &AppState, raw: &str, account_id: &str) -> Result<Stri
 async fn domain_key_request(state: &AppState, req: Request) -> Result<Request, ApiError> {
     let (mut parts, body) = req.into_parts();
     let h = &parts.headers;
-    let (domain, key) = match (header(h, DOMAIN_HEADER), header(h, KEY_HEADER)) {
+    let (domain, key) = match (host_header(h, DOMAIN_HEADER), header(h, KEY_HEADER)) {
         (Some(d), Some(k)) if !d.is_empty() && !k.is_empty() => (d, k),
         (d, k) => {
             let mut e = ApiError::missing_auth("domain-key requests need x-white-label-domain and x-white-label-key");
@@ -256,7 +264,7 @@ async fn domain_key_request(state: &AppState, req: Request) -> Result<Request, A
         return Err(ApiError::invalid_key());
     }
     let host = approved_domain(state, domain, &found.info.account_id)?;
-    if let Some(origin) = header(h, header::ORIGIN.as_str()) {
+    if let Some(origin) = host_header(h, header::ORIGIN.as_str()) {
         if origin_host(origin).as_deref() != Some(host.as_str()) {
             return Err(ApiError::domain_not_allowed()
                 .with_detail("origin", "must be the domain named in x-white-label-domain"));

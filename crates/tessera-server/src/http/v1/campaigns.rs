@@ -2,6 +2,7 @@
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::openapi::schema::Object;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{audit, campaign_id, optional, pagination, reject_if_any, PageParams};
@@ -10,36 +11,114 @@ use crate::domain::check::{free_object, text, Check};
 use crate::domain::time::{parse_rfc3339, rfc3339};
 use crate::domain::{money, DomainError};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::{ApiResult, ErrorEnvelope};
+use crate::http::error::ApiResult;
 use crate::http::extract::{scope, AnyKey, ApiJson, ApiQuery, Scheme, Signed};
+use crate::http::openapi::{string_enum, AnyKeyErrors, BodyErrors, Conflict, NotFound, QueryErrors, SignedErrors};
 use crate::state::AppState;
 use crate::store::campaigns::{Campaign, CampaignQuery};
 
-/// Body of `POST /campaigns` (and, every field optional, of `PATCH /campaigns/:campaignId`).
+/// Body of `POST /campaigns` (spec "Campaign", D3.1–D3.2).
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({
+    "title": "Accra Jazz Night",
+    "description": "An evening of live jazz at the Alliance Française, Accra.",
+    "campaign_type": "ticketing",
+    "start_date": "2027-03-06T18:00:00Z",
+    "end_date": "2027-03-07T01:00:00Z",
+    "metadata": {"externalId": "evt-42"}
+}))]
 pub struct CampaignIn {
-    /// 3–255 characters; required on create.
+    /// 3–255 characters (after trimming).
+    #[schema(value_type = String, required = true, min_length = 3, max_length = 255)]
     pub title: Option<String>,
-    /// 10–5000 characters; required on create.
+    /// 10–5000 characters (after trimming).
+    #[schema(value_type = String, required = true, min_length = 10, max_length = 5000)]
     pub description: Option<String>,
-    /// voting, donation or ticketing; required on create.
+    #[schema(schema_with = campaign_type_schema, required = true)]
     pub campaign_type: Option<String>,
-    /// draft (default), pending_approval, approved, rejected, archived.
+    /// The initial moderation state stands as given (D3.1).
+    #[schema(schema_with = campaign_status_schema, required = false)]
     pub status: Option<String>,
-    /// RFC 3339; required on create; before end_date.
+    /// RFC 3339 with offset; before `end_date`.
+    #[schema(value_type = String, format = DateTime, required = true)]
     pub start_date: Option<String>,
-    /// RFC 3339; required on create.
+    /// RFC 3339 with offset; after `start_date`.
+    #[schema(value_type = String, format = DateTime, required = true)]
     pub end_date: Option<String>,
-    /// Free-form object, ≤ 16 KiB, depth ≤ 8.
-    #[schema(value_type = Option<Object>)]
+    /// Free-form object: external identifiers and integration data; ≤ 16 KiB serialized,
+    /// depth ≤ 8 (D1.4).
+    #[schema(value_type = Object, required = false)]
     pub metadata: Option<Value>,
-    /// 3–100 characters of a-z, 0-9, '-'; unique per account; made from the title when omitted.
+    /// 3–100 characters of a-z, 0-9 and '-'; unique per account (409); made from the title
+    /// when omitted.
+    #[schema(value_type = String, min_length = 3, max_length = 100, pattern = "^[a-z0-9-]{3,100}$", required = false)]
     pub slug: Option<String>,
-    /// GHS per vote (> 0); required for voting campaigns, ignored otherwise.
-    #[schema(value_type = Option<f64>)]
+    /// GHS per vote, at most 2 decimals; required (> 0) for voting campaigns, ignored otherwise.
+    #[schema(value_type = f64, exclusive_minimum = 0, maximum = 10_000_000, multiple_of = 0.01, required = false)]
     pub vote_price: Option<Value>,
     pub verification_required: Option<bool>,
+}
+
+/// Body of `PATCH /campaigns/:campaignId`: the rules of [`CampaignIn`], every field optional
+/// (D3.3). A `status` moves the campaign along D3.1 (409 `invalid_transition` otherwise).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"status": "pending_approval", "end_date": "2027-03-07T02:00:00Z"}))]
+pub struct CampaignPatch {
+    /// 3–255 characters (after trimming).
+    #[schema(value_type = String, min_length = 3, max_length = 255, required = false)]
+    pub title: Option<String>,
+    /// 10–5000 characters (after trimming).
+    #[schema(value_type = String, min_length = 10, max_length = 5000, required = false)]
+    pub description: Option<String>,
+    /// Cannot change once the campaign has ticket types or participants (409).
+    #[schema(schema_with = campaign_type_schema, required = false)]
+    pub campaign_type: Option<String>,
+    #[schema(schema_with = campaign_status_schema, required = false)]
+    pub status: Option<String>,
+    /// RFC 3339 with offset; before `end_date`.
+    #[schema(value_type = String, format = DateTime, required = false)]
+    pub start_date: Option<String>,
+    /// RFC 3339 with offset; after `start_date`.
+    #[schema(value_type = String, format = DateTime, required = false)]
+    pub end_date: Option<String>,
+    /// Replaces the stored metadata; ≤ 16 KiB serialized, depth ≤ 8 (D1.4).
+    #[schema(value_type = Object, required = false)]
+    pub metadata: Option<Value>,
+    /// 3–100 characters of a-z, 0-9 and '-'; unique per account (409).
+    #[schema(value_type = String, min_length = 3, max_length = 100, pattern = "^[a-z0-9-]{3,100}$", required = false)]
+    pub slug: Option<String>,
+    /// GHS per vote, at most 2 decimals; > 0 on voting campaigns.
+    #[schema(value_type = f64, exclusive_minimum = 0, maximum = 10_000_000, multiple_of = 0.01, required = false)]
+    pub vote_price: Option<Value>,
+    pub verification_required: Option<bool>,
+}
+
+impl From<CampaignPatch> for CampaignIn {
+    fn from(p: CampaignPatch) -> Self {
+        CampaignIn {
+            title: p.title,
+            description: p.description,
+            campaign_type: p.campaign_type,
+            status: p.status,
+            start_date: p.start_date,
+            end_date: p.end_date,
+            metadata: p.metadata,
+            slug: p.slug,
+            vote_price: p.vote_price,
+            verification_required: p.verification_required,
+        }
+    }
+}
+
+fn campaign_type_schema() -> Object {
+    string_enum(&["voting", "donation", "ticketing"], "The kind of campaign.")
+}
+
+fn campaign_status_schema() -> Object {
+    let all: Vec<&str> = CampaignStatus::ALL.iter().map(|s| s.as_str()).collect();
+    string_enum(&all, "Moderation state (D3.1); draft by default.")
 }
 
 /// The whole campaign record.
@@ -54,12 +133,12 @@ pub struct CampaignOut {
     pub start_date: String,
     pub end_date: String,
     /// GHS; voting campaigns only.
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, required = false)]
     pub vote_price: Option<Value>,
     pub verification_required: bool,
     /// Only to signed callers.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Object>, required = false)]
     pub metadata: Option<Value>,
     pub created_at: String,
     pub updated_at: String,
@@ -214,12 +293,12 @@ fn build(input: &CampaignIn, base: Option<&Campaign>) -> Result<(Campaign, bool)
 
 /// POST /api/white-label/v1/campaigns — Signed — campaigns:write
 #[utoipa::path(
-    post, path = "/api/white-label/v1/campaigns", tag = "campaigns", security(("signed" = [])),
+    post, path = "/api/white-label/v1/campaigns", operation_id = "campaigns_create", tag = "campaigns",
+    security(("signed" = [])),
     request_body = CampaignIn,
     responses(
         (status = 201, description = "Created", body = Envelope<CampaignCreatedOut>),
-        (status = 400, body = ErrorEnvelope), (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
-        (status = 409, description = "Slug taken", body = ErrorEnvelope),
+        SignedErrors, BodyErrors, Conflict,
     )
 )]
 pub async fn create(
@@ -243,22 +322,23 @@ pub async fn create(
 
 /// PATCH /api/white-label/v1/campaigns/{campaignId} — Signed — campaigns:write
 #[utoipa::path(
-    patch, path = "/api/white-label/v1/campaigns/{campaignId}", tag = "campaigns", security(("signed" = [])),
-    params(("campaignId" = String, Path, description = "Campaign id")),
-    request_body = CampaignIn,
+    patch, path = "/api/white-label/v1/campaigns/{campaignId}", operation_id = "campaigns_update", tag = "campaigns",
+    security(("signed" = [])),
+    params(("campaignId" = String, Path, format = Uuid, description = "Campaign id")),
+    request_body = CampaignPatch,
     responses(
         (status = 200, description = "Updated", body = Envelope<CampaignUpdatedOut>),
-        (status = 400, body = ErrorEnvelope), (status = 404, body = ErrorEnvelope),
-        (status = 409, description = "Illegal status move (invalid_transition) or slug taken", body = ErrorEnvelope),
+        SignedErrors, BodyErrors, NotFound, Conflict,
     )
 )]
 pub async fn update(
     State(state): State<AppState>,
     caller: Signed<scope::CampaignsWrite>,
     Path(id): Path<String>,
-    ApiJson(input): ApiJson<CampaignIn>,
+    ApiJson(patch): ApiJson<CampaignPatch>,
 ) -> ApiResult<CampaignUpdatedOut> {
     let id = campaign_id(&id)?;
+    let input = CampaignIn::from(patch);
     let c = state
         .store
         .update_campaign(
@@ -277,9 +357,10 @@ pub async fn update(
 
 /// GET /api/white-label/v1/campaigns/{campaignId} — Signed — campaigns:read
 #[utoipa::path(
-    get, path = "/api/white-label/v1/campaigns/{campaignId}", tag = "campaigns", security(("signed" = [])),
-    params(("campaignId" = String, Path, description = "Campaign id")),
-    responses((status = 200, body = Envelope<CampaignOut>), (status = 404, body = ErrorEnvelope))
+    get, path = "/api/white-label/v1/campaigns/{campaignId}", operation_id = "campaigns_show", tag = "campaigns",
+    security(("signed" = [])),
+    params(("campaignId" = String, Path, format = Uuid, description = "Campaign id")),
+    responses((status = 200, description = "The campaign, metadata included", body = Envelope<CampaignOut>), SignedErrors, NotFound)
 )]
 pub async fn show(
     State(state): State<AppState>,
@@ -292,20 +373,31 @@ pub async fn show(
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// Case-insensitive match on title and slug.
+    #[param(max_length = 255)]
     pub search: Option<String>,
     /// One campaign status.
+    #[param(schema_with = campaign_status_schema)]
     pub status: Option<String>,
+    /// Page number, from 1 (default 1).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
     pub page: Option<String>,
+    /// Items per page, 1–100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
 }
 
 /// GET /api/white-label/v1/campaigns — Form 1: Domain-key; Form 2: Signed — campaigns:read
 #[utoipa::path(
-    get, path = "/api/white-label/v1/campaigns", tag = "campaigns", security(("signed" = []), ("domainKey" = [])),
+    get, path = "/api/white-label/v1/campaigns", operation_id = "campaigns_list", tag = "campaigns",
+    security(("signed" = []), ("domainKey" = [])),
     params(ListParams),
-    responses((status = 200, description = "Newest first. Signed: every campaign of the account; public key: approved ones; campaign key: its campaign if approved", body = ListEnvelope<CampaignOut>), (status = 400, body = ErrorEnvelope))
+    responses(
+        (status = 200, description = "Newest first. Signed: every campaign of the account; public key: approved ones; campaign key: its campaign if approved", body = ListEnvelope<CampaignOut>),
+        AnyKeyErrors, QueryErrors,
+    )
 )]
 pub async fn list(
     State(state): State<AppState>,

@@ -5,8 +5,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::http::envelope::{ApiResponse, Envelope};
-use crate::http::error::{ApiResult, ErrorEnvelope};
+use crate::http::error::ApiResult;
 use crate::http::extract::{scope, DomainKey};
+use crate::http::openapi::DomainKeyErrors;
 use crate::state::AppState;
 
 #[derive(Serialize, ToSchema)]
@@ -28,11 +29,11 @@ pub struct ConfigOut {
 
 /// GET /api/white-label/v1/config — Domain-key — settings:read
 #[utoipa::path(
-    get, path = "/api/white-label/v1/config", tag = "public",
+    get, path = "/api/white-label/v1/config", operation_id = "config_show", tag = "public",
     security(("domainKey" = [])),
     responses(
         (status = 200, description = "Approved domain, campaign scope, enabled modules", body = Envelope<ConfigOut>),
-        (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
+        DomainKeyErrors,
     )
 )]
 pub async fn show(State(state): State<AppState>, caller: DomainKey<scope::SettingsRead>) -> ApiResult<ConfigOut> {

@@ -51,11 +51,11 @@ pub struct ContextOut {
 
 /// GET /api/white-label/v1/context — Signed — settings:read
 #[utoipa::path(
-    get, path = "/api/white-label/v1/context", tag = "account",
+    get, path = "/api/white-label/v1/context", operation_id = "context_show", tag = "account",
     security(("signed" = [])),
     responses(
         (status = 200, description = "The account, its branding, domains, settings and providers", body = Envelope<ContextOut>),
-        (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope), (status = 429, body = ErrorEnvelope),
+        SignedErrors,
     )
 )]
 pub async fn show(State(state): State<AppState>, caller: Signed<scope::SettingsRead>) -> ApiResult<ContextOut> {
@@ -91,4 +91,4 @@ pub async fn show(State(state): State<AppState>, caller: Signed<scope::SettingsR
 }
 
 use crate::http::envelope::Envelope;
-use crate::http::error::ErrorEnvelope;
+use crate::http::openapi::SignedErrors;

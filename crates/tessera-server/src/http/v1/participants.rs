@@ -1,6 +1,7 @@
 //! Participant (voting nominee) routes (spec "Participant", D3.7).
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
+use utoipa::openapi::schema::Object;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{audit, campaign_filter, campaign_id, optional, pagination, reject_if_any, PageParams};
@@ -8,27 +9,44 @@ use crate::domain::check::{text, url, Check};
 use crate::domain::participants::{parse_code, parse_status};
 use crate::domain::time::rfc3339;
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, ApiJson, ApiQuery, Signed};
+use crate::http::openapi::{string_enum, BodyErrors, Conflict, NotFound, QueryErrors, SignedErrors};
 use crate::state::AppState;
 use crate::store::participants::{NewParticipant, Participant, ParticipantQuery};
 
 /// Body of `POST /participants`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schema(example = json!({
+    "campaignId": "0190f1d2-8c4b-7cc3-9a41-2f4b8e6d5a10",
+    "name": "Ama Mensah",
+    "code": "AMA01",
+    "description": "Best new artiste nominee.",
+    "imageUrl": "https://cdn.example.com/ama.png"
+}))]
 pub struct ParticipantIn {
     /// A voting campaign of the account.
+    #[schema(value_type = uuid::Uuid, format = Uuid, required = true)]
     pub campaign_id: Option<String>,
-    /// 1–255 characters.
+    /// 1–255 characters (after trimming).
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
     pub name: Option<String>,
-    /// Short code for USSD, 1–16 of A–Z 0–9, unique per campaign; `001`, `002`, … when omitted.
+    /// Short code for USSD, unique per campaign (409); upper-cased; `001`, `002`, … when omitted.
+    #[schema(value_type = String, min_length = 1, max_length = 16, pattern = "^[A-Za-z0-9]{1,16}$", required = false)]
     pub code: Option<String>,
     /// At most 5000 characters.
+    #[schema(value_type = String, max_length = 5000, required = false)]
     pub description: Option<String>,
-    /// https URL.
+    /// An absolute https URL of at most 2048 characters.
+    #[schema(value_type = String, format = "uri", max_length = 2048, pattern = "^https://", required = false)]
     pub image_url: Option<String>,
-    /// active (default), hidden, eliminated.
+    #[schema(schema_with = participant_status_schema, required = false)]
     pub status: Option<String>,
+}
+
+fn participant_status_schema() -> Object {
+    string_enum(&crate::domain::participants::STATUSES, "active (default), hidden or eliminated.")
 }
 
 #[derive(Serialize, ToSchema)]
@@ -64,11 +82,12 @@ impl From<Participant> for ParticipantOut {
 
 /// POST /api/white-label/v1/participants — Signed — campaigns:write
 #[utoipa::path(
-    post, path = "/api/white-label/v1/participants", tag = "participants", security(("signed" = [])),
+    post, path = "/api/white-label/v1/participants", operation_id = "participants_create", tag = "participants",
+    security(("signed" = [])),
     request_body = ParticipantIn,
     responses(
-        (status = 201, body = Envelope<ParticipantOut>), (status = 400, body = ErrorEnvelope), (status = 404, body = ErrorEnvelope),
-        (status = 409, description = "Not a voting campaign, archived, or code taken", body = ErrorEnvelope),
+        (status = 201, description = "Created (409 when the campaign is not a voting one, is archived, or the code is taken)", body = Envelope<ParticipantOut>),
+        SignedErrors, BodyErrors, NotFound, Conflict,
     )
 )]
 pub async fn create(
@@ -109,21 +128,33 @@ pub async fn create(
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct ListParams {
+    /// Only this campaign's participants (404 when it is not a campaign of the account).
+    #[param(value_type = Option<uuid::Uuid>, format = Uuid)]
     pub campaign_id: Option<String>,
     /// Case-insensitive match on name and code.
+    #[param(max_length = 255)]
     pub search: Option<String>,
-    /// active, hidden or eliminated.
+    #[param(schema_with = participant_status_schema)]
     pub status: Option<String>,
+    /// Page number, from 1 (default 1).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
     pub page: Option<String>,
+    /// Items per page, 1–100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
 }
 
 /// GET /api/white-label/v1/participants — Signed — campaigns:read
 #[utoipa::path(
-    get, path = "/api/white-label/v1/participants", tag = "participants", security(("signed" = [])),
+    get, path = "/api/white-label/v1/participants", operation_id = "participants_list", tag = "participants",
+    security(("signed" = [])),
     params(ListParams),
-    responses((status = 200, body = ListEnvelope<ParticipantOut>), (status = 400, body = ErrorEnvelope), (status = 404, body = ErrorEnvelope))
+    responses(
+        (status = 200, description = "Participants with their votes, newest first", body = ListEnvelope<ParticipantOut>),
+        SignedErrors, QueryErrors, NotFound,
+    )
 )]
 pub async fn list(
     State(state): State<AppState>,

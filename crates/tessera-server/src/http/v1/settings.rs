@@ -11,8 +11,9 @@ use crate::domain::settings::{
 };
 use crate::domain::DomainError;
 use crate::http::envelope::{ApiResponse, Envelope};
-use crate::http::error::{ApiError, ApiResult, Detail, ErrorEnvelope};
+use crate::http::error::{ApiError, ApiResult, Detail};
 use crate::http::extract::{scope, ApiJson, Signed};
+use crate::http::openapi::{BodyErrors, Conflict, QueryErrors, SignedErrors};
 use crate::state::AppState;
 
 /// GET /api/white-label/v1/settings — Signed — settings:read
@@ -20,15 +21,21 @@ use crate::state::AppState;
 /// `?categories=payments,branding` (comma list, or the parameter repeated); all nine when
 /// omitted. Categories never written are `{}`.
 #[utoipa::path(
-    get, path = "/api/white-label/v1/settings", tag = "settings", security(("signed" = [])),
-    params(("categories" = Option<String>, Query, description = "Comma-separated categories, or repeated")),
-    responses((status = 200, description = "Settings keyed by category; secrets masked", body = Envelope<Object>), (status = 400, body = ErrorEnvelope))
+    get, path = "/api/white-label/v1/settings", operation_id = "settings_show", tag = "settings",
+    security(("signed" = [])),
+    params(("categories" = Option<String>, Query, max_length = 200, example = "payments,branding",
+        description = "Comma-separated categories (branding, permissions, payments, notifications, ussd, webhooks, analytics, security, operations), or the parameter repeated; all when omitted")),
+    responses(
+        (status = 200, description = "Settings keyed by category; secrets masked", body = Envelope<Object>),
+        SignedErrors, QueryErrors,
+    )
 )]
 pub async fn show(
     State(state): State<AppState>,
     caller: Signed<scope::SettingsRead>,
     uri: axum::http::Uri,
 ) -> ApiResult<Map<String, Value>> {
+    crate::http::extract::reject_nul_in_query(uri.query())?;
     let mut wanted: Vec<&'static str> = Vec::new();
     let mut details = Vec::new();
     for (k, v) in form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()) {
@@ -58,9 +65,11 @@ pub async fn show(
 /// Body of `PATCH /settings/:category`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"config": {"defaultProvider": "provider_a", "fallbackProvider": "provider_b", "feePercent": 2.5}}))]
 pub struct SettingsPatchIn {
-    /// JSON merge patch (RFC 7396) applied to the stored object: `null` deletes a key.
-    #[schema(value_type = Object)]
+    /// JSON merge patch (RFC 7396) applied to the stored object: `null` deletes a key. Known
+    /// keys are validated (D4.2); secrets are write-only (D4.3). ≤ 16 KiB serialized, depth ≤ 8.
+    #[schema(value_type = Object, required = true)]
     pub config: Option<Value>,
 }
 
@@ -72,6 +81,23 @@ pub struct SettingsOut {
     pub config: Value,
 }
 
+/// The settings categories, as the document names them (the handler parses the path itself,
+/// so that an unknown category is a 400 naming it).
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum SettingsCategory {
+    Branding,
+    Permissions,
+    Payments,
+    Notifications,
+    Ussd,
+    Webhooks,
+    Analytics,
+    Security,
+    Operations,
+}
+
 fn tail4(s: &str) -> String {
     let chars: Vec<char> = s.chars().collect();
     chars[chars.len().saturating_sub(4)..].iter().collect()
@@ -79,10 +105,14 @@ fn tail4(s: &str) -> String {
 
 /// PATCH /api/white-label/v1/settings/{category} — Signed — settings:write
 #[utoipa::path(
-    patch, path = "/api/white-label/v1/settings/{category}", tag = "settings", security(("signed" = [])),
-    params(("category" = String, Path, description = "branding, permissions, payments, notifications, ussd, webhooks, analytics, security or operations")),
+    patch, path = "/api/white-label/v1/settings/{category}", operation_id = "settings_update", tag = "settings",
+    security(("signed" = [])),
+    params(("category" = inline(SettingsCategory), Path, description = "The settings category")),
     request_body = SettingsPatchIn,
-    responses((status = 200, body = Envelope<SettingsOut>), (status = 400, body = ErrorEnvelope))
+    responses(
+        (status = 200, description = "The whole category after the patch", body = Envelope<SettingsOut>),
+        SignedErrors, BodyErrors, Conflict,
+    )
 )]
 pub async fn update(
     State(state): State<AppState>,
@@ -120,4 +150,15 @@ pub async fn update(
     let mut config = stored;
     mask_sealed(&mut config);
     Ok(ApiResponse::ok(SettingsOut { category: category.to_string(), config }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_categories_are_the_ones_the_handler_accepts() {
+        let schema = serde_json::to_value(<SettingsCategory as utoipa::PartialSchema>::schema()).expect("schema");
+        assert_eq!(schema["enum"], json!(CATEGORIES));
+    }
 }

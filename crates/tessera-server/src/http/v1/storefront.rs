@@ -7,8 +7,9 @@ use utoipa::ToSchema;
 use super::campaigns::CampaignOut;
 use super::ticket_types::TicketTypeOut;
 use crate::http::envelope::{ApiResponse, Envelope};
-use crate::http::error::{ApiResult, ErrorEnvelope};
+use crate::http::error::ApiResult;
 use crate::http::extract::{scope, DomainKey};
+use crate::http::openapi::DomainKeyErrors;
 use crate::state::AppState;
 use crate::store::campaigns::CampaignQuery;
 
@@ -33,8 +34,12 @@ pub struct StorefrontOut {
 
 /// GET /api/white-label/v1/storefront — Domain-key — campaigns:read and tickets:read
 #[utoipa::path(
-    get, path = "/api/white-label/v1/storefront", tag = "public", security(("domainKey" = [])),
-    responses((status = 200, description = "Approved campaigns with their active ticket types", body = Envelope<StorefrontOut>), (status = 403, body = ErrorEnvelope))
+    get, path = "/api/white-label/v1/storefront", operation_id = "storefront_show", tag = "public",
+    security(("domainKey" = [])),
+    responses(
+        (status = 200, description = "Approved campaigns with their active ticket types", body = Envelope<StorefrontOut>),
+        DomainKeyErrors,
+    )
 )]
 pub async fn show(State(state): State<AppState>, caller: DomainKey<scope::Storefront>) -> ApiResult<StorefrontOut> {
     let account = state.store.account(&caller.account_id).await?;

@@ -2,6 +2,7 @@
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::openapi::schema::Object;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{audit, campaign_filter, campaign_id, optional, pagination, reject_if_any, PageParams};
@@ -9,30 +10,48 @@ use crate::domain::check::{email, free_object, phone, text, Check};
 use crate::domain::submissions::parse_kind;
 use crate::domain::time::rfc3339;
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, ApiJson, ApiQuery, Signed};
+use crate::http::openapi::{string_enum, BodyErrors, NotFound, QueryErrors, SignedErrors};
 use crate::state::AppState;
 use crate::store::submissions::{Submission, SubmissionQuery};
 
 /// Body of `POST /submissions`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schema(example = json!({
+    "type": "volunteer",
+    "name": "Kofi Boateng",
+    "email": "kofi@example.com",
+    "phone": "+233241234567",
+    "message": "I can help at the gate on Saturday.",
+    "fields": {"shirtSize": "L"}
+}))]
 pub struct SubmissionIn {
-    /// volunteer, vendor or partner.
     #[serde(rename = "type")]
+    #[schema(schema_with = submission_kind_schema, required = true)]
     pub kind: Option<String>,
-    /// A campaign of the account, when the application concerns one.
+    /// A campaign of the account, when the application concerns one (404 otherwise).
+    #[schema(value_type = uuid::Uuid, format = Uuid, required = false)]
     pub campaign_id: Option<String>,
-    /// 1–255 characters.
+    /// 1–255 characters (after trimming).
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
     pub name: Option<String>,
+    #[schema(value_type = String, format = Email, required = true, max_length = 254)]
     pub email: Option<String>,
     /// E.164, or a Ghana number 0XXXXXXXXX (normalized to +233…).
+    #[schema(value_type = String, example = "+233241234567", required = false)]
     pub phone: Option<String>,
     /// At most 5000 characters.
+    #[schema(value_type = String, max_length = 5000, required = false)]
     pub message: Option<String>,
-    /// Free-form answers, ≤ 16 KiB.
-    #[schema(value_type = Option<Object>)]
+    /// Free-form answers; ≤ 16 KiB serialized, depth ≤ 8 (D1.4).
+    #[schema(value_type = Object, required = false)]
     pub fields: Option<Value>,
+}
+
+fn submission_kind_schema() -> Object {
+    string_enum(&crate::domain::submissions::KINDS, "volunteer, vendor or partner.")
 }
 
 #[derive(Serialize, ToSchema)]
@@ -79,9 +98,13 @@ fn required<T>(check: &mut Check, field: &str, v: Option<T>) -> Option<T> {
 
 /// POST /api/white-label/v1/submissions — Signed — submissions:write
 #[utoipa::path(
-    post, path = "/api/white-label/v1/submissions", tag = "submissions", security(("signed" = [])),
+    post, path = "/api/white-label/v1/submissions", operation_id = "submissions_create", tag = "submissions",
+    security(("signed" = [])),
     request_body = SubmissionIn,
-    responses((status = 201, body = Envelope<SubmissionOut>), (status = 400, body = ErrorEnvelope), (status = 404, body = ErrorEnvelope))
+    responses(
+        (status = 201, description = "Received", body = Envelope<SubmissionOut>),
+        SignedErrors, BodyErrors, NotFound,
+    )
 )]
 pub async fn create(
     State(state): State<AppState>,
@@ -126,20 +149,31 @@ pub async fn create(
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct ListParams {
-    /// volunteer, vendor or partner.
     #[serde(rename = "type")]
+    #[param(schema_with = submission_kind_schema)]
     pub kind: Option<String>,
+    /// Only this campaign's submissions (404 when it is not a campaign of the account).
+    #[param(value_type = Option<uuid::Uuid>, format = Uuid)]
     pub campaign_id: Option<String>,
+    /// Page number, from 1 (default 1).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
     pub page: Option<String>,
+    /// Items per page, 1–100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
 }
 
 /// GET /api/white-label/v1/submissions — Signed — submissions:write
 #[utoipa::path(
-    get, path = "/api/white-label/v1/submissions", tag = "submissions", security(("signed" = [])),
+    get, path = "/api/white-label/v1/submissions", operation_id = "submissions_list", tag = "submissions",
+    security(("signed" = [])),
     params(ListParams),
-    responses((status = 200, body = ListEnvelope<SubmissionOut>), (status = 400, body = ErrorEnvelope))
+    responses(
+        (status = 200, description = "Submissions, newest first", body = ListEnvelope<SubmissionOut>),
+        SignedErrors, QueryErrors, NotFound,
+    )
 )]
 pub async fn list(
     State(state): State<AppState>,

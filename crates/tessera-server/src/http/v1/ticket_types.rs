@@ -2,56 +2,130 @@
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::openapi::schema::Object;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{audit, campaign_id, pagination, reject_if_any, PageParams};
 use crate::domain::check::Check;
 use crate::domain::money::to_ghs;
-use crate::domain::ticket_types::{parse, remaining, NewTicketType, TicketTypeInput};
+use crate::domain::ticket_types::{parse, remaining, NewTicketType, TicketTypeInput, FIELD_TYPES, KINDS, STATUSES};
 use crate::domain::time::rfc3339;
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, ApiJson, ApiQuery, DomainKey, Signed};
+use crate::http::openapi::{string_enum, BodyErrors, Conflict, DomainKeyErrors, NotFound, QueryErrors, SignedErrors};
 use crate::state::AppState;
 use crate::store::ticket_types::{TicketType, TicketTypeQuery};
 
-/// Body of `POST /ticket-types`; also an item of a bootstrap (there without `campaignId`).
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TicketTypeIn {
-    /// The ticketing campaign (of the account) the type belongs to.
-    #[serde(rename = "campaignId")]
-    pub campaign_id: Option<String>,
-    /// 1–255 characters.
-    pub name: Option<String>,
-    pub description: Option<String>,
-    /// paid (default), free, early_bird, vip, student, group.
-    pub ticket_type: Option<String>,
-    /// GHS ≥ 0, at most 2 decimals.
-    #[schema(value_type = f64)]
-    pub price: Option<Value>,
-    /// 0–1 000 000.
-    #[schema(value_type = i64)]
-    pub quantity_available: Option<Value>,
-    /// active (default), inactive, archived.
-    pub status: Option<String>,
-    /// Must be true exactly when price is 0.
-    pub is_free: Option<bool>,
-    /// 1–100 (default 10).
-    #[schema(value_type = Option<i64>)]
-    pub max_per_person: Option<Value>,
-    /// Items {key, label, type: text|email|phone|number|select|date, required, options?}.
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub required_attendee_fields: Option<Value>,
+/// The fields of one ticket type (spec "Ticket type", D3.5), shared by `TicketTypeIn` and the
+/// items of a bootstrap, each with its schema rules.
+macro_rules! ticket_type_body {
+    ($(#[$meta:meta])* pub struct $name:ident { $($head:tt)* }) => {
+        #[derive(Debug, Deserialize, ToSchema)]
+        $(#[$meta])*
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($head)*
+            /// 1–255 characters (after trimming).
+            #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
+            pub name: Option<String>,
+            /// At most 5000 characters.
+            #[schema(value_type = String, max_length = 5000, required = false)]
+            pub description: Option<String>,
+            #[schema(schema_with = ticket_kind_schema, required = false)]
+            pub ticket_type: Option<String>,
+            /// GHS ≥ 0 with at most 2 decimals; 0 exactly when `is_free` is true.
+            #[schema(value_type = f64, required = true, minimum = 0, maximum = 10_000_000, multiple_of = 0.01)]
+            pub price: Option<Value>,
+            /// Sellable inventory.
+            #[schema(value_type = i64, required = true, minimum = 0, maximum = 1_000_000)]
+            pub quantity_available: Option<Value>,
+            #[schema(schema_with = ticket_status_schema, required = false)]
+            pub status: Option<String>,
+            /// Must be true exactly when price is 0.
+            pub is_free: Option<bool>,
+            /// Default 10.
+            #[schema(value_type = i64, minimum = 1, maximum = 100, required = false)]
+            pub max_per_person: Option<Value>,
+            /// At most 50 items `{key, label, type, required, options?}`: `key` 1–64 of
+            /// `[a-z0-9_]` starting with a letter, unique; `label` 1–255 characters; `type` one
+            /// of text, email, phone, number, select, date; `options` (1–100 strings) only and
+            /// always on select fields.
+            #[schema(value_type = Vec<AttendeeFieldIn>, max_items = 50, required = false)]
+            pub required_attendee_fields: Option<Value>,
+        }
+    };
+}
+
+ticket_type_body! {
+    /// Body of `POST /ticket-types`.
+    #[schema(example = json!({
+        "campaignId": "0190f1d2-8c4b-7cc3-9a41-2f4b8e6d5a10",
+        "name": "VIP",
+        "ticket_type": "vip",
+        "price": 450.5,
+        "quantity_available": 50,
+        "max_per_person": 4,
+        "required_attendee_fields": [{"key": "full_name", "label": "Full name", "type": "text", "required": true}]
+    }))]
+    pub struct TicketTypeIn {
+        /// The ticketing campaign (of the account) the type belongs to.
+        #[serde(rename = "campaignId")]
+        #[schema(value_type = uuid::Uuid, format = Uuid, required = true)]
+        pub campaign_id: Option<String>,
+    }
+}
+
+ticket_type_body! {
+    /// One item of `POST /ticket-types/bootstrap` (its campaign is named once, at the top level).
+    #[schema(example = json!({"name": "Regular", "price": 150, "quantity_available": 500}))]
+    pub struct TicketTypeItemIn {}
+}
+
+/// One attendee field a buyer fills in (documentation of `required_attendee_fields` items).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct AttendeeFieldIn {
+    #[schema(min_length = 1, max_length = 64, pattern = "^[a-z][a-z0-9_]{0,63}$")]
+    key: String,
+    #[schema(min_length = 1, max_length = 255)]
+    label: String,
+    #[schema(schema_with = attendee_field_type_schema)]
+    r#type: String,
+    required: bool,
+    /// Select fields only: 1–100 non-empty strings.
+    #[schema(min_items = 1, max_items = 100)]
+    options: Option<Vec<String>>,
+}
+
+fn ticket_kind_schema() -> Object {
+    string_enum(&KINDS, "paid (default), free, early_bird, vip, student or group.")
+}
+
+fn ticket_status_schema() -> Object {
+    string_enum(&STATUSES, "active (default), inactive or archived; sold_out is derived, never stored.")
+}
+
+fn attendee_field_type_schema() -> Object {
+    string_enum(&FIELD_TYPES, "The input type.")
 }
 
 /// Body of `POST /ticket-types/bootstrap`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schema(example = json!({
+    "campaignId": "0190f1d2-8c4b-7cc3-9a41-2f4b8e6d5a10",
+    "ticketTypes": [
+        {"name": "Regular", "price": 150, "quantity_available": 500},
+        {"name": "VIP", "ticket_type": "vip", "price": 450.5, "quantity_available": 50}
+    ]
+}))]
 pub struct BootstrapIn {
+    #[schema(value_type = uuid::Uuid, format = Uuid, required = true)]
     pub campaign_id: Option<String>,
     /// 1–50 ticket types, created together or not at all.
-    pub ticket_types: Option<Vec<TicketTypeIn>>,
+    #[schema(value_type = Vec<TicketTypeItemIn>, required = true, min_items = 1, max_items = 50)]
+    pub ticket_types: Option<Vec<TicketTypeItemIn>>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -99,18 +173,22 @@ impl From<TicketType> for TicketTypeOut {
     }
 }
 
-fn input(f: &TicketTypeIn) -> TicketTypeInput<'_> {
-    TicketTypeInput {
-        name: f.name.as_deref(),
-        description: f.description.as_deref(),
-        ticket_type: f.ticket_type.as_deref(),
-        price: f.price.as_ref(),
-        quantity_available: f.quantity_available.as_ref(),
-        status: f.status.as_deref(),
-        is_free: f.is_free,
-        max_per_person: f.max_per_person.as_ref(),
-        required_attendee_fields: f.required_attendee_fields.as_ref(),
-    }
+/// The domain's view of either body's fields.
+macro_rules! input {
+    ($f:expr) => {{
+        let f = $f;
+        TicketTypeInput {
+            name: f.name.as_deref(),
+            description: f.description.as_deref(),
+            ticket_type: f.ticket_type.as_deref(),
+            price: f.price.as_ref(),
+            quantity_available: f.quantity_available.as_ref(),
+            status: f.status.as_deref(),
+            is_free: f.is_free,
+            max_per_person: f.max_per_person.as_ref(),
+            required_attendee_fields: f.required_attendee_fields.as_ref(),
+        }
+    }};
 }
 
 fn required_campaign(check: &mut Check, id: &Option<String>) -> Option<String> {
@@ -125,12 +203,12 @@ fn required_campaign(check: &mut Check, id: &Option<String>) -> Option<String> {
 
 /// POST /api/white-label/v1/ticket-types — Signed — tickets:write
 #[utoipa::path(
-    post, path = "/api/white-label/v1/ticket-types", tag = "ticket types", security(("signed" = [])),
+    post, path = "/api/white-label/v1/ticket-types", operation_id = "ticket_types_create", tag = "ticket types",
+    security(("signed" = [])),
     request_body = TicketTypeIn,
     responses(
-        (status = 201, body = Envelope<TicketTypeOut>), (status = 400, body = ErrorEnvelope),
-        (status = 404, description = "Campaign not found in this account", body = ErrorEnvelope),
-        (status = 409, description = "Campaign is not a ticketing campaign, or archived", body = ErrorEnvelope),
+        (status = 201, description = "Created (404 when the campaign is not in this account; 409 when it is not a ticketing campaign, or archived)", body = Envelope<TicketTypeOut>),
+        SignedErrors, BodyErrors, NotFound, Conflict,
     )
 )]
 pub async fn create(
@@ -140,7 +218,7 @@ pub async fn create(
 ) -> ApiResult<TicketTypeOut> {
     let mut check = Check::new();
     let campaign = required_campaign(&mut check, &body.campaign_id);
-    let parsed = parse("", &input(&body), &mut check);
+    let parsed = parse("", &input!(&body), &mut check);
     check.finish()?;
     let (Some(campaign), Some(t)) = (campaign, parsed) else {
         return Err(ApiError::internal("validated input missing"));
@@ -166,11 +244,12 @@ pub struct BootstrapOut {
 
 /// POST /api/white-label/v1/ticket-types/bootstrap — Signed — tickets:write
 #[utoipa::path(
-    post, path = "/api/white-label/v1/ticket-types/bootstrap", tag = "ticket types", security(("signed" = [])),
+    post, path = "/api/white-label/v1/ticket-types/bootstrap", operation_id = "ticket_types_bootstrap", tag = "ticket types",
+    security(("signed" = [])),
     request_body = BootstrapIn,
     responses(
-        (status = 201, body = Envelope<BootstrapOut>), (status = 400, body = ErrorEnvelope), (status = 404, body = ErrorEnvelope),
-        (status = 409, description = "The campaign already has ticket types, or is not a ticketing campaign", body = ErrorEnvelope),
+        (status = 201, description = "All created in one transaction (409 when the campaign already has ticket types, or is not a ticketing campaign)", body = Envelope<BootstrapOut>),
+        SignedErrors, BodyErrors, NotFound, Conflict,
     )
 )]
 pub async fn bootstrap(
@@ -186,10 +265,7 @@ pub async fn bootstrap(
         Some(list) if list.is_empty() || list.len() > 50 => check.fail("ticketTypes", "must have 1 to 50 items"),
         Some(list) => {
             for (i, f) in list.iter().enumerate() {
-                if f.campaign_id.is_some() {
-                    check.fail(format!("ticketTypes[{i}].campaignId"), "set campaignId once, at the top level");
-                }
-                if let Some(t) = parse(&format!("ticketTypes[{i}]."), &input(f), &mut check) {
+                if let Some(t) = parse(&format!("ticketTypes[{i}]."), &input!(f), &mut check) {
                     types.push(t);
                 }
             }
@@ -214,18 +290,28 @@ pub async fn bootstrap(
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct ListParams {
-    /// Only this campaign's ticket types.
+    /// Only this campaign's ticket types (404 unless it is an approved campaign the key may see).
+    #[param(value_type = Option<uuid::Uuid>, format = Uuid)]
     pub campaign_id: Option<String>,
+    /// Page number, from 1 (default 1).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
     pub page: Option<String>,
+    /// Items per page, 1–100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
 }
 
 /// GET /api/white-label/v1/ticket-types — Domain-key — tickets:read
 #[utoipa::path(
-    get, path = "/api/white-label/v1/ticket-types", tag = "ticket types", security(("domainKey" = [])),
+    get, path = "/api/white-label/v1/ticket-types", operation_id = "ticket_types_list", tag = "ticket types",
+    security(("domainKey" = [])),
     params(ListParams),
-    responses((status = 200, description = "Active ticket types of approved campaigns the key may see, newest first", body = ListEnvelope<TicketTypeOut>), (status = 404, body = ErrorEnvelope))
+    responses(
+        (status = 200, description = "Active ticket types of approved campaigns the key may see, newest first", body = ListEnvelope<TicketTypeOut>),
+        DomainKeyErrors, QueryErrors, NotFound,
+    )
 )]
 pub async fn list(
     State(state): State<AppState>,
