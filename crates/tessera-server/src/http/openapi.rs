@@ -114,6 +114,20 @@ error_responses! {
     }
 
     /// 409 of a route whose request can conflict with the stored state.
+    ProviderErrors = ErrorEnvelope {
+        502 => "`provider_unavailable`: no payment provider could take the request (none configured, or none \
+                reachable after the fallback: network error, timeout or 5xx; or the provider refused it). \
+                Nothing was reserved (D5.4, D16.6).",
+    }
+
+    WebhookErrors = ErrorEnvelope {
+        400 => "`validation_failed` for an unsupported provider (answered before the body is read), or \
+                `malformed_json` for a signed body that is not the provider's event.",
+        401 => "`missing_auth` (no signature header) or `invalid_signature`: nothing is stored (D6.1).",
+        413 => "`payload_too_large`: the body is over the configured limit (1 MiB by default).",
+        429 => LIMIT_429,
+    }
+
     Conflict = ErrorEnvelope {
         409 => "`conflict` (e.g. a slug or code taken, the wrong campaign type, a concurrent change) or \
                 `invalid_transition` (an illegal status move, D3.1).",

@@ -11,7 +11,8 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::envelope::request_id;
-use super::error::{ApiError, ErrorEnvelope};
+use super::error::ApiError;
+use super::openapi::WebhookErrors;
 use crate::payments::{credentials, payments_settings};
 use crate::providers::payments::{adapter, ProviderId};
 use crate::state::AppState;
@@ -61,12 +62,7 @@ async fn signed_by_a_known_secret(state: &AppState, id: ProviderId, body: &[u8],
         signed over the raw bytes: provider_a `x-provider_a-signature` = hex HMAC-SHA512, provider_b `x-provider_b-signature` and \
         provider_c `x-provider_c-signature` = hex HMAC-SHA256, with the provider secret key.",
         example = json!({"event": "charge.success", "data": {"id": "ch_1", "reference": "tsr_…", "status": "success", "amount": 5000, "currency": "GHS"}})),
-    responses(
-        (status = 200, description = "Stored for reconciliation (or already stored)", body = WebhookAck),
-        (status = 400, description = "Unsupported provider, or a body that is not the provider's event", body = ErrorEnvelope),
-        (status = 401, description = "Missing or wrong signature; nothing stored", body = ErrorEnvelope),
-        (status = 413, body = ErrorEnvelope), (status = 429, body = ErrorEnvelope),
-    )
+    responses((status = 200, description = "Stored for reconciliation (or already stored)", body = WebhookAck), WebhookErrors)
 )]
 pub async fn receive(
     State(state): State<AppState>,

@@ -10,8 +10,9 @@ use crate::domain::money::to_ghs;
 use crate::domain::payments::CURRENCY;
 use crate::domain::time::{now_ms, rfc3339};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::{ApiResult, ErrorEnvelope};
+use crate::http::error::ApiResult;
 use crate::http::extract::{scope, ApiQuery, Signed};
+use crate::http::openapi::{QueryErrors, SignedErrors};
 use crate::state::AppState;
 
 /// D16.3, in GHS.
@@ -33,10 +34,7 @@ pub struct BalanceOut {
 #[utoipa::path(
     get, path = "/api/white-label/v1/balance", tag = "ledger", operation_id = "balance_show",
     security(("signed" = [])),
-    responses(
-        (status = 200, body = Envelope<BalanceOut>),
-        (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope), (status = 429, body = ErrorEnvelope),
-    )
+    responses((status = 200, description = "Sums of the ledger, GHS (D16.3)", body = Envelope<BalanceOut>), SignedErrors)
 )]
 pub async fn balance(State(state): State<AppState>, caller: Signed<scope::WithdrawalsWrite>) -> ApiResult<BalanceOut> {
     let b = state.store.balance(&caller.account_id, now_ms()).await?;
@@ -70,8 +68,10 @@ pub struct LedgerEntryOut {
 #[into_params(parameter_in = Query)]
 pub struct LedgerParams {
     /// Page number, from 1 (default 1).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
     pub page: Option<String>,
     /// Items per page, 1–100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
 }
 
@@ -80,11 +80,7 @@ pub struct LedgerParams {
     get, path = "/api/white-label/v1/ledger", tag = "ledger", operation_id = "ledger_list",
     security(("signed" = [])),
     params(LedgerParams),
-    responses(
-        (status = 200, description = "Ledger entries, newest first", body = ListEnvelope<LedgerEntryOut>),
-        (status = 400, body = ErrorEnvelope), (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
-        (status = 429, body = ErrorEnvelope),
-    )
+    responses((status = 200, description = "Ledger entries, newest first", body = ListEnvelope<LedgerEntryOut>), SignedErrors, QueryErrors)
 )]
 pub async fn list(
     State(state): State<AppState>,

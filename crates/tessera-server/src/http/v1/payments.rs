@@ -14,8 +14,9 @@ use crate::domain::money::{from_ghs, to_ghs};
 use crate::domain::payments::{new_reference, parse_channel, TransactionType, TxStatus, CURRENCY};
 use crate::domain::time::{now_ms, rfc3339};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::{ApiError, ApiResult, Detail, ErrorEnvelope};
+use crate::http::error::{ApiError, ApiResult, Detail};
 use crate::http::extract::{scope, ApiJson, ApiQuery, Caller, Signed};
+use crate::http::openapi::{BodyErrors, Conflict, NotFound, ProviderErrors, QueryErrors, SignedErrors};
 use crate::payments::{confirm, fee_policy, payments_settings, routes, ConfirmError};
 use crate::providers::payments::{adapter, ChargeRequest, ProviderError};
 use crate::state::AppState;
@@ -504,12 +505,10 @@ async fn price(state: &AppState, account: &str, o: &Order) -> Result<Priced, Api
         example = json!({"transactionType": "vote", "amount": 5, "email": "fan@example.com", "phoneNumber": "0241234567",
             "callbackUrl": "https://events.example.com/thanks", "metadata": {"campaignId": "0190…", "participantId": "0190…"}})),
     responses(
-        (status = 200, description = "Initialized (pending), or completed at once when free", body = Envelope<InitializeOut>),
-        (status = 400, body = ErrorEnvelope), (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
-        (status = 404, description = "Campaign, ticket type or participant not found in this account", body = ErrorEnvelope),
-        (status = 409, description = "Campaign not approved or not running, ticket type not on sale, or sold out (`sold_out`)", body = ErrorEnvelope),
-        (status = 413, body = ErrorEnvelope), (status = 429, body = ErrorEnvelope),
-        (status = 502, description = "No payment provider reachable (`provider_unavailable`); nothing reserved", body = ErrorEnvelope),
+        (status = 200, description = "Initialized (pending), or completed at once when free. 404: campaign, ticket type or \
+            participant not in this account. 409: campaign not approved or not running, ticket type not on sale \
+            (`conflict`), or not enough seats (`sold_out`)", body = Envelope<InitializeOut>),
+        SignedErrors, BodyErrors, NotFound, Conflict, ProviderErrors,
     )
 )]
 pub async fn initialize(
@@ -648,10 +647,7 @@ pub struct VerifyIn {
     request_body(content = VerifyIn, example = json!({"reference": "tsr_01hz…"})),
     responses(
         (status = 200, description = "The transaction after asking its provider (D5.7)", body = Envelope<PaymentOut>),
-        (status = 400, body = ErrorEnvelope), (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
-        (status = 404, description = "No such payment in this account", body = ErrorEnvelope),
-        (status = 413, body = ErrorEnvelope), (status = 429, body = ErrorEnvelope),
-        (status = 502, description = "The provider could not be reached (`provider_unavailable`)", body = ErrorEnvelope),
+        SignedErrors, BodyErrors, NotFound, ProviderErrors,
     )
 )]
 pub async fn verify(
@@ -677,12 +673,7 @@ pub async fn verify(
     get, path = "/api/white-label/v1/payments/{reference}", tag = "payments", operation_id = "payments_show",
     security(("signed" = [])),
     params(("reference" = String, Path, description = "The transaction reference")),
-    responses(
-        (status = 200, body = Envelope<PaymentOut>),
-        (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
-        (status = 404, description = "No such payment in this account", body = ErrorEnvelope),
-        (status = 429, body = ErrorEnvelope),
-    )
+    responses((status = 200, description = "The transaction and what it fulfilled", body = Envelope<PaymentOut>), SignedErrors, NotFound)
 )]
 pub async fn show(
     State(state): State<AppState>,
@@ -693,21 +684,33 @@ pub async fn show(
     Ok(ApiResponse::ok(read_payment(&state, t).await?))
 }
 
+fn status_schema() -> utoipa::openapi::schema::Object {
+    crate::http::openapi::string_enum(&["pending", "success", "failed", "abandoned"], "A transaction status (D5.5).")
+}
+
+fn type_schema() -> utoipa::openapi::schema::Object {
+    crate::http::openapi::string_enum(&["vote", "donation", "ticket"], "A transaction type.")
+}
+
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
-    /// `pending`, `success`, `failed` or `abandoned`.
+    /// One transaction status.
+    #[param(schema_with = status_schema)]
     pub status: Option<String>,
     /// Only this campaign's payments.
+    #[param(value_type = Option<String>, format = "uuid")]
     pub campaign_id: Option<String>,
-    /// `vote`, `donation` or `ticket`.
+    /// One transaction type.
     #[serde(rename = "type")]
-    #[param(rename = "type")]
+    #[param(rename = "type", schema_with = type_schema)]
     pub kind: Option<String>,
     /// Page number, from 1 (default 1).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
     pub page: Option<String>,
     /// Items per page, 1–100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
 }
 
@@ -717,10 +720,8 @@ pub struct ListParams {
     security(("signed" = [])),
     params(ListParams),
     responses(
-        (status = 200, description = "The account's payments, newest first", body = ListEnvelope<PaymentOut>),
-        (status = 400, body = ErrorEnvelope), (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
-        (status = 404, description = "campaignId is not a campaign of this account", body = ErrorEnvelope),
-        (status = 429, body = ErrorEnvelope),
+        (status = 200, description = "The account's payments, newest first; 404 when campaignId is not a campaign of this account", body = ListEnvelope<PaymentOut>),
+        SignedErrors, QueryErrors, NotFound,
     )
 )]
 pub async fn list(
