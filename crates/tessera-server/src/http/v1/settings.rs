@@ -6,7 +6,9 @@ use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
 use super::{audit, settings_view};
-use crate::domain::settings::{mask_sealed, merge_patch, parse_category, seal_secrets, validate, CATEGORIES, SEALED};
+use crate::domain::settings::{
+    check_patch, mask_sealed, merge_patch, parse_category, seal_secrets, validate, visible_tail, CATEGORIES, SEALED,
+};
 use crate::domain::DomainError;
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiError, ApiResult, Detail, ErrorEnvelope};
@@ -70,11 +72,6 @@ pub struct SettingsOut {
     pub config: Value,
 }
 
-fn tail4(s: &str) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    chars[chars.len().saturating_sub(4)..].iter().collect()
-}
-
 /// PATCH /api/white-label/v1/settings/{category} — Signed — settings:write
 #[utoipa::path(
     patch, path = "/api/white-label/v1/settings/{category}", tag = "settings", security(("signed" = [])),
@@ -95,6 +92,7 @@ pub async fn update(
         None => return Err(ApiError::field("config", "is required")),
     };
     crate::domain::check::free_object("config", &patch)?;
+    check_patch("config", &patch)?;
     let keyring = state.directory.keyring();
     let account = &caller.account_id;
     let stored = state
@@ -106,7 +104,7 @@ pub async fn update(
                 merge_patch(&mut current, &patch);
                 validate(category, &current)?;
                 seal_secrets(&mut current, &format!("{category}.config"), &|path, plain| {
-                    json!({ SEALED: keyring.encrypt(&format!("settings:{account}:{path}"), plain), "last4": tail4(plain) })
+                    json!({ SEALED: keyring.encrypt(&format!("settings:{account}:{path}"), plain), "last4": visible_tail(plain) })
                 });
                 Ok(current)
             },
