@@ -59,12 +59,10 @@ impl Application {
         let cancel = CancellationToken::new();
         let background = tokio::spawn(maintenance(self.state.clone(), cancel.clone()));
         let app = crate::http::router(self.state.clone());
-        let result = axum::serve(self.listener, app.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let result = crate::http::serve::run(self.listener, app, &self.state.config, shutdown).await;
         cancel.cancel();
         let _ = background.await;
-        result.context("serving")
+        result
     }
 }
 

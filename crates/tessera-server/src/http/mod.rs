@@ -5,6 +5,7 @@ pub mod error;
 pub mod extract;
 pub mod health;
 pub mod middleware;
+pub mod serve;
 pub mod v1;
 
 use axum::extract::State;
@@ -115,10 +116,17 @@ pub fn router(state: AppState) -> Router {
     let (v1, _) = v1_routes().split_for_parts();
     let v1 = v1.route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::auth::layer));
     let (open, _) = open_routes().split_for_parts();
-    Router::new()
-        .merge(v1)
-        .merge(open)
-        .route("/api/white-label/v1/openapi.json", axum::routing::get(openapi_json))
+    crate::telemetry::metrics::install();
+    let router =
+        Router::new().merge(v1).merge(open).route("/api/white-label/v1/openapi.json", axum::routing::get(openapi_json));
+    // D16.20: on the main listener unless turned off or moved to `metrics.listen`.
+    let metrics = &state.config.metrics;
+    let router = if metrics.enabled && metrics.listen.trim().is_empty() {
+        router.route("/metrics", axum::routing::get(health::metrics))
+    } else {
+        router
+    };
+    router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(state.config.max_body_bytes))

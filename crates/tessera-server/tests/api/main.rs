@@ -7,6 +7,8 @@ mod auth;
 mod campaigns;
 mod cli;
 mod foundation;
+mod hardening;
+mod metrics;
 mod openapi;
 mod participants;
 mod settings;
