@@ -71,6 +71,13 @@ pub fn offset(page: u32, limit: u32) -> i64 {
 impl super::Store {
     /// One page of `SELECT {columns} {from}` under the filter, newest first by `order`, with the
     /// total the filter matches.
+    ///
+    /// One round trip: the total rides on every row as an uncorrelated scalar subquery, which
+    /// SQLite and PostgreSQL both evaluate once per statement, while the page itself still
+    /// walks the `(account_id, created_at)` index and stops after `limit` rows. (A window
+    /// `COUNT(*) OVER ()` would also be one statement, but it materialises every matching row,
+    /// metadata included, before the limit applies.) Only a page past the end, which has no row
+    /// to carry the total, costs a second query.
     pub(crate) async fn page<T>(
         &self,
         columns: &str,
@@ -82,15 +89,22 @@ impl super::Store {
     ) -> super::StoreResult<(Vec<T>, u64)> {
         use sqlx::Row;
         let w = f.where_sql();
-        let total: i64 = f
-            .bind(sqlx::query(&format!("SELECT COUNT(*) AS n {from}{w}")))
-            .fetch_one(self.reader())
-            .await?
-            .try_get("n")?;
         let n = f.next();
-        let sql = format!("SELECT {columns} {from}{w} ORDER BY {order} LIMIT ${n} OFFSET ${}", n + 1);
+        let sql = format!(
+            "SELECT {columns}, (SELECT COUNT(*) {from}{w}) AS total_rows {from}{w} ORDER BY {order} LIMIT ${n} OFFSET ${}",
+            n + 1
+        );
         let rows =
             f.bind(sqlx::query(&sql)).bind(i64::from(limit)).bind(offset(page, limit)).fetch_all(self.reader()).await?;
+        let total: i64 = match rows.first() {
+            Some(r) => r.try_get("total_rows")?,
+            None if page <= 1 => 0,
+            None => f
+                .bind(sqlx::query(&format!("SELECT COUNT(*) AS n {from}{w}")))
+                .fetch_one(self.reader())
+                .await?
+                .try_get("n")?,
+        };
         Ok((rows.iter().map(map).collect::<super::StoreResult<_>>()?, total.max(0) as u64))
     }
 }
