@@ -24,6 +24,7 @@ on_both!(
     money_with_more_than_two_decimals_is_refused_even_within_a_millionth,
     a_title_made_only_of_zero_width_characters_is_refused,
     a_repeated_query_parameter_is_named_in_the_error,
+    an_answered_write_survives_a_kill_9_and_the_server_starts_again,
 );
 
 async fn all_text_of(app: &TestApp) -> Vec<(String, String)> {
@@ -379,4 +380,86 @@ async fn a_connection_that_stops_sending_its_body_is_closed_after_the_idle_timeo
     .expect("join");
     assert!(closed, "a stalled body upload is closed");
     assert!(idle_closed, "an idle keep-alive connection is closed");
+}
+
+fn tessera_bin(data_dir: &std::path::Path, db: &Option<String>) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+    cmd.arg("--data-dir").arg(data_dir).env_remove("DATABASE_URL").env_remove("TESSERA_MASTER_KEY");
+    if let Some(url) = db {
+        cmd.arg("--database-url").arg(url);
+    }
+    cmd
+}
+
+fn json_out(cmd: &mut std::process::Command) -> Value {
+    let out = cmd.output().expect("run tessera");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+/// Starts `tessera serve` and waits for its listening line.
+fn serve_process(data_dir: &std::path::Path, db: &Option<String>, addr: &str) -> std::process::Child {
+    use std::io::BufRead;
+    let mut child = tessera_bin(data_dir, db)
+        .args(["serve", "--listen", addr])
+        .env("RUST_LOG", "info")
+        .env("TESSERA_LOG_FORMAT", "json")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !lines.next().expect("server log line").expect("utf8").contains("tessera listening") {
+        assert!(Instant::now() < deadline, "server did not start");
+    }
+    // Keep draining the log so the server never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    child
+}
+
+async fn an_answered_write_survives_a_kill_9_and_the_server_starts_again(b: Backend) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = match &b {
+        Backend::Sqlite => None,
+        Backend::Postgres(_) => Some(crate::helpers::postgres_schema_url(&b).await),
+    };
+    json_out(
+        tessera_bin(dir.path(), &db)
+            .args(["admin", "account", "create", "--slug", "crash", "--name", "Crash", "--json"]),
+    );
+    let key = json_out(tessera_bin(dir.path(), &db).args([
+        "admin",
+        "key",
+        "create",
+        "--account",
+        "crash",
+        "--kind",
+        "private",
+        "--scopes",
+        "campaigns:read,campaigns:write",
+        "--json",
+    ]));
+    let (key_id, secret) = (key["keyId"].as_str().expect("keyId"), key["secret"].as_str().expect("secret"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
+    let addr = format!("127.0.0.1:{port}");
+    let client = tessera_client::Client::new(&format!("http://{addr}"), key_id, secret).expect("client");
+
+    let mut server = serve_process(dir.path(), &db, &addr);
+    let body = json!({
+        "title": "Survives a crash", "description": "Written, answered 201, then the process is killed.",
+        "campaign_type": "donation", "start_date": "2027-01-01T00:00:00Z", "end_date": "2027-02-01T00:00:00Z",
+    });
+    let created =
+        client.send_raw(Method::POST, CAMPAIGNS, serde_json::to_vec(&body).expect("json"), None).await.expect("create");
+    assert_eq!(created.status, 201, "{}", created.json());
+    let id = created.json()["data"]["id"].as_str().expect("id").to_string();
+    server.kill().expect("SIGKILL");
+    let _ = server.wait();
+
+    let mut server = serve_process(dir.path(), &db, &addr);
+    let read = client.send_raw(Method::GET, &format!("{CAMPAIGNS}/{id}"), Vec::new(), None).await.expect("read");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(read.status, 200, "{}", read.json());
+    assert_eq!(read.json()["data"]["title"], "Survives a crash");
 }
