@@ -275,8 +275,11 @@ pub async fn run(
     let main = serve(listener, app, limits, stop.clone().cancelled_owned());
     let trigger = stop.clone();
     let watcher = tokio::spawn(async move {
+        // Cancels when this task ends however it ends: a shutdown future that panics (its log
+        // line written to a closed stdout and stderr makes tracing panic) must still stop the
+        // server rather than leave it deaf to the signal.
+        let _stop_on_exit = trigger.drop_guard();
         shutdown.await;
-        trigger.cancel();
     });
     let result = main.await;
     stop.cancel();
