@@ -16,7 +16,7 @@
 # Logging is at warn: the per-request access log at info would measure log formatting and
 # terminal/file writes rather than the service.
 #
-# The harness runs the three phases (healthz, signed, rejected) BENCH_ROUNDS times in turn and
+# The harness runs the four phases (healthz, signed, rejected, list) BENCH_ROUNDS times in turn and
 # adds the rounds up, so that other work on a shared machine weighs on every phase alike; it
 # also reports the server's CPU time per request (from /proc/<pid>/stat).
 #

@@ -5,7 +5,7 @@
 //! cargo bench -p tessera-server --bench load -- --url http://127.0.0.1:8080 --key-id wl_prv_… --secret …
 //! ```
 //!
-//! Three phases against the same server, each with `--connections` concurrent tasks that each
+//! Four phases against the same server, each with `--connections` concurrent tasks that each
 //! send one request at a time (closed loop) for `--warmup-secs` (not recorded) and then
 //! `--duration-secs` (recorded):
 //!
@@ -14,6 +14,11 @@
 //! 2. `signed`   — `GET /api/white-label/v1/context?n=<counter>` through `tessera_client`, every
 //!    request freshly signed with the current timestamp and a fresh nonce; 200 expected.
 //! 3. `rejected` — the same request signed with a wrong secret under the right key id; 401 expected.
+//! 4. `list`     — a signed `GET /api/white-label/v1/campaigns?page=1&limit=20` on an account
+//!    with at least 25 campaigns (the harness creates them first): a full page from the store.
+//!    Each request writes `page` and `limit` with a varying number of leading zeros (`page=001`,
+//!    `limit=0020`: the same query to the server) so that signed strings stay unique without an
+//!    unknown parameter, which the list refuses.
 //!
 //! Why `?n=<counter>`: the nonce is not part of the signed string and the server keeps each
 //! signature single-use (DECISIONS D2.6), so two requests for the same method, path and body
@@ -22,7 +27,7 @@
 //! `GET /context` accepted per millisecond. The counter makes every signed string unique; the
 //! handler ignores the query. `--fixed-path` sends the bare path to show that limit.
 //!
-//! `--rounds N` repeats the three phases N times in turn and adds the rounds up, so that load from
+//! `--rounds N` repeats the phases N times in turn and adds the rounds up, so that load from
 //! other processes on a shared machine falls on every phase alike; the ratio of each round is
 //! printed too. With `--server-pid` the server's CPU time (from `/proc/<pid>/stat`) is reported
 //! per request, a figure that depends much less on what else the machine is doing.
@@ -30,7 +35,7 @@
 //! Latencies go into HDR histograms (microseconds). Results are printed as Markdown tables.
 //! Flags: `--url`, `--key-id`, `--secret` (or `TESSERA_KEY_ID`, `TESSERA_KEY_SECRET`),
 //! `--connections 64`, `--duration-secs 10`, `--warmup-secs 2`, `--rounds 1`, `--server-pid`,
-//! `--fixed-path`, `--phases healthz,signed,rejected` (a subset, e.g. to profile one path).
+//! `--fixed-path`, `--phases healthz,signed,rejected,list` (a subset, e.g. to profile one path).
 //! Unknown flags (cargo passes `--bench`) are ignored.
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -42,8 +47,12 @@ use hdrhistogram::Histogram;
 use tessera_client::{Client, Method};
 
 const CONTEXT_PATH: &str = "/api/white-label/v1/context";
+const CAMPAIGNS_PATH: &str = "/api/white-label/v1/campaigns";
 const SIGNED_TARGET: f64 = 0.6;
 const REJECTED_TARGET: f64 = 0.8;
+const LIST_TARGET: f64 = 0.3;
+/// Campaigns the list phase needs on the account (more than one page of 20).
+const LIST_CAMPAIGNS: u64 = 25;
 /// A phase whose share of expected answers falls below this measured some other path.
 const MIN_EXPECTED_SHARE: f64 = 0.5;
 /// `/proc/<pid>/stat` counts CPU time in clock ticks; USER_HZ is 100 on Linux.
@@ -116,7 +125,9 @@ fn parse_args() -> Result<Options, String> {
             "--phases" => {
                 o.phases = PHASES.into_iter().filter(|p| value.split(',').any(|v| v.trim() == p.short())).collect();
                 if o.phases.is_empty() {
-                    return Err(format!("--phases {value:?}: a comma-separated list of healthz, signed, rejected"));
+                    return Err(format!(
+                        "--phases {value:?}: a comma-separated list of healthz, signed, rejected, list"
+                    ));
                 }
             }
             _ => {}
@@ -141,9 +152,10 @@ enum Phase {
     Healthz,
     Signed,
     Rejected,
+    List,
 }
 
-const PHASES: [Phase; 3] = [Phase::Healthz, Phase::Signed, Phase::Rejected];
+const PHASES: [Phase; 4] = [Phase::Healthz, Phase::Signed, Phase::Rejected, Phase::List];
 
 impl Phase {
     fn short(self) -> &'static str {
@@ -151,6 +163,7 @@ impl Phase {
             Phase::Healthz => "healthz",
             Phase::Signed => "signed",
             Phase::Rejected => "rejected",
+            Phase::List => "list",
         }
     }
 
@@ -159,12 +172,13 @@ impl Phase {
             Phase::Healthz => "healthz (GET /healthz, no auth)",
             Phase::Signed => "signed (GET /context, valid signature)",
             Phase::Rejected => "rejected (GET /context, bad signature)",
+            Phase::List => "list (GET /campaigns?limit=20, signed)",
         }
     }
 
     fn expected(self) -> u16 {
         match self {
-            Phase::Healthz | Phase::Signed => 200,
+            Phase::Healthz | Phase::Signed | Phase::List => 200,
             Phase::Rejected => 401,
         }
     }
@@ -194,13 +208,17 @@ impl Target {
                 };
                 return answer.unwrap_or_else(|e| (0, e.to_string().into_bytes()));
             }
-            Phase::Signed => &self.good,
+            Phase::Signed | Phase::List => &self.good,
             Phase::Rejected => &self.bad,
         };
-        let path = if self.fixed_path {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let path = if phase == Phase::List {
+            let zeros = |k: u64| "0".repeat(k as usize);
+            format!("{CAMPAIGNS_PATH}?page={}1&limit={}20", zeros(n % 32), zeros(n / 32 % 32))
+        } else if self.fixed_path {
             CONTEXT_PATH.to_string()
         } else {
-            format!("{CONTEXT_PATH}?n={}", self.counter.fetch_add(1, Ordering::Relaxed))
+            format!("{CONTEXT_PATH}?n={n}")
         };
         // `send_raw` signs each call with the current time and a fresh nonce.
         match sdk.send_raw(Method::GET, &path, Vec::new(), None).await {
@@ -379,7 +397,7 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
-fn print_report(o: &Options, rounds: &[Vec<Measured>], total: &[Measured; 3]) {
+fn print_report(o: &Options, rounds: &[Vec<Measured>], total: &[Measured; 4]) {
     println!();
     println!(
         "{} connections; per phase {} round(s) of {}s after {}s warm-up; {}; against {}",
@@ -415,7 +433,11 @@ fn print_report(o: &Options, rounds: &[Vec<Measured>], total: &[Measured; 3]) {
     println!();
     println!("| ratio | measured | per round | target | met |");
     println!("|---|---:|---|---:|---|");
-    for (label, i, target) in [("signed / healthz", 1, SIGNED_TARGET), ("rejected / healthz", 2, REJECTED_TARGET)] {
+    for (label, i, target) in [
+        ("signed / healthz", 1, SIGNED_TARGET),
+        ("rejected / healthz", 2, REJECTED_TARGET),
+        ("list / healthz", 3, LIST_TARGET),
+    ] {
         if !o.phases.contains(&PHASES[i]) {
             continue;
         }
@@ -439,6 +461,30 @@ fn print_report(o: &Options, rounds: &[Vec<Measured>], total: &[Measured; 3]) {
     println!();
 }
 
+/// Creates campaigns until the account has [`LIST_CAMPAIGNS`], so a list page is full.
+async fn seed_campaigns(sdk: &Client) -> Result<(), String> {
+    let r = sdk.send_raw(Method::GET, &format!("{CAMPAIGNS_PATH}?limit=1"), Vec::new(), None).await;
+    let r = r.map_err(|e| e.to_string())?;
+    let have = r.json()["pagination"]["total"].as_u64().ok_or_else(|| format!("listing campaigns: {}", r.json()))?;
+    for i in have..LIST_CAMPAIGNS {
+        let body = serde_json::json!({
+            "title": format!("Load harness campaign {i}"),
+            "description": "A campaign the load harness lists; created once per data directory.",
+            "campaign_type": if i % 2 == 0 { "ticketing" } else { "voting" },
+            "vote_price": 1.5,
+            "start_date": "2027-03-01T18:00:00Z",
+            "end_date": "2027-03-02T02:00:00Z",
+            "metadata": {"venue": "Accra International Conference Centre", "seq": i},
+        });
+        let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+        let r = sdk.send_raw(Method::POST, CAMPAIGNS_PATH, bytes, None).await.map_err(|e| e.to_string())?;
+        if r.status != 201 {
+            return Err(format!("creating a campaign for the list phase: {} {}", r.status, r.json()));
+        }
+    }
+    Ok(())
+}
+
 async fn run(o: Options) -> Result<bool, String> {
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(o.connections)
@@ -460,7 +506,10 @@ async fn run(o: Options) -> Result<bool, String> {
         counter: AtomicU64::new(0),
     });
     let mut rounds = Vec::new();
-    let mut total = [Measured::new()?, Measured::new()?, Measured::new()?];
+    if o.phases.contains(&Phase::List) {
+        seed_campaigns(&target.good).await?;
+    }
+    let mut total = [Measured::new()?, Measured::new()?, Measured::new()?, Measured::new()?];
     for round in 0..o.rounds {
         let mut this = Vec::new();
         for (i, phase) in PHASES.into_iter().enumerate() {

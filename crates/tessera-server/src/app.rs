@@ -63,9 +63,7 @@ impl Application {
         let workers =
             if self.state.config.workers.enabled { crate::workers::spawn(&self.state, &cancel) } else { Vec::new() };
         let app = crate::http::router(self.state.clone());
-        let result = axum::serve(self.listener, app.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let result = crate::http::serve::run(self.listener, app, &self.state.config, shutdown).await;
         cancel.cancel();
         let _ = background.await;
         // Each worker finishes the job it is on; whatever is still claimed goes back (D16.22).
@@ -77,7 +75,7 @@ impl Application {
             Ok(n) => tracing::info!(jobs = n, "handed claimed jobs back"),
             Err(e) => tracing::warn!(error = %e, "handing claimed jobs back failed; their leases will expire"),
         }
-        result.context("serving")
+        result
     }
 }
 

@@ -24,6 +24,8 @@ pub struct Config {
     pub workers: WorkersConfig,
     pub notifications: NotificationsConfig,
     pub providers: ProvidersConfig,
+    pub http: HttpConfig,
+    pub metrics: MetricsConfig,
     #[serde(skip)]
     pub master_key: Option<SecretString>,
 }
@@ -43,6 +45,38 @@ pub struct SecurityConfig {
     pub trust_forwarded_for: bool,
     pub auth_cache_refresh_ms: u64,
     pub allow_private_endpoints: bool,
+}
+
+/// `[http]`: connection limits of the listener (D16.21).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// A request head must arrive whole within this long, else the connection is closed.
+    pub header_read_timeout_ms: u64,
+    /// A connection that moves no byte for this long is closed.
+    pub idle_timeout_ms: u64,
+    /// Connections served at once; further clients wait in the kernel's accept queue.
+    pub max_connections: usize,
+}
+
+/// `[metrics]`: the Prometheus endpoint (D16.20).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Serve `GET /metrics` at all.
+    pub enabled: bool,
+    /// Empty: on the main listener. An address (`127.0.0.1:9090`): there only.
+    pub listen: String,
+}
+
+impl MetricsConfig {
+    /// The separate address of `/metrics`, when one is configured.
+    pub fn own_address(&self) -> anyhow::Result<Option<SocketAddr>> {
+        if self.listen.trim().is_empty() {
+            return Ok(None);
+        }
+        self.listen.trim().parse().map(Some).map_err(|e| anyhow::anyhow!("metrics.listen {:?}: {e}", self.listen))
+    }
 }
 
 /// `[payments]`: holds, polling, settlement and the platform's default fee (D11.4, D16.3, D16.5).
@@ -233,6 +267,26 @@ impl Config {
                 provider.secret_key = SecretString::from(v);
             }
         }
+        let h = &mut cfg.http;
+        if let Some(v) = env_parse("TESSERA_HTTP_HEADER_READ_TIMEOUT_MS")? {
+            h.header_read_timeout_ms = v;
+        }
+        if let Some(v) = env_parse("TESSERA_HTTP_IDLE_TIMEOUT_MS")? {
+            h.idle_timeout_ms = v;
+        }
+        if let Some(v) = env_parse("TESSERA_HTTP_MAX_CONNECTIONS")? {
+            h.max_connections = v;
+        }
+        if h.header_read_timeout_ms == 0 || h.idle_timeout_ms == 0 || h.max_connections == 0 {
+            anyhow::bail!("http.header_read_timeout_ms, http.idle_timeout_ms and http.max_connections must be > 0");
+        }
+        if let Some(v) = env("TESSERA_METRICS_ENABLED") {
+            cfg.metrics.enabled = env_flag("TESSERA_METRICS_ENABLED", &v)?;
+        }
+        if let Ok(v) = std::env::var("TESSERA_METRICS_LISTEN") {
+            cfg.metrics.listen = v;
+        }
+        cfg.metrics.own_address()?;
         if !(cfg.payments.verify_interval_seconds.is_finite() && cfg.payments.verify_interval_seconds > 0.0) {
             anyhow::bail!("payments.verify_interval_seconds must be a positive number");
         }
@@ -283,5 +337,10 @@ mod tests {
         assert_eq!(c.security.clock_tolerance_ms, 300_000);
         assert_eq!(c.security.rate_limit_per_account, 1200);
         assert_eq!(c.security.rate_limit_per_ip, 600);
+        assert_eq!(c.http.header_read_timeout_ms, 30_000);
+        assert_eq!(c.http.idle_timeout_ms, 60_000);
+        assert!(c.http.max_connections >= 10_000);
+        assert!(c.metrics.enabled);
+        assert_eq!(c.metrics.own_address().ok(), Some(None));
     }
 }

@@ -1,5 +1,5 @@
 //! Logging: `tracing` to stdout, human text or JSON lines (`TESSERA_LOG_FORMAT=json`).
-//! `RUST_LOG` overrides the configured filter.
+//! `RUST_LOG` overrides the configured filter. Prometheus metrics live in [`metrics`].
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
@@ -13,3 +13,5 @@ pub fn init(format: LogFormat, filter: &str) {
         LogFormat::Text => builder.try_init(),
     };
 }
+
+pub mod metrics;

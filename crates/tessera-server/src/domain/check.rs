@@ -52,14 +52,42 @@ impl Check {
     }
 }
 
-/// A string of `min..=max` characters after trimming.
+/// A string of `min..=max` characters after trimming. A required string (`min` ≥ 1) needs at
+/// least one visible character: one made only of zero-width or control characters looks empty.
 pub fn text(field: &str, s: &str, min: usize, max: usize) -> Result<String, DomainError> {
     let t = s.trim();
     let n = t.chars().count();
     if n < min || n > max {
         return Err(DomainError::field(field, format!("must be {min} to {max} characters")));
     }
+    if min > 0 && t.chars().all(invisible) {
+        return Err(DomainError::field(field, "must contain a visible character"));
+    }
     Ok(t.to_string())
+}
+
+/// Characters that print nothing: white space, controls, zero-width and direction marks.
+fn invisible(c: char) -> bool {
+    c.is_whitespace()
+        || c.is_control()
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{034F}'
+                | '\u{061C}'
+                | '\u{115F}'
+                | '\u{1160}'
+                | '\u{17B4}'
+                | '\u{17B5}'
+                | '\u{180E}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{206F}'
+                | '\u{3164}'
+                | '\u{FE00}'..='\u{FE0F}'
+                | '\u{FEFF}'
+                | '\u{FFA0}'
+        )
 }
 
 /// Free-form objects (`metadata`, `payload`, `config`, `fields`): an object of at most 16 KiB
@@ -151,6 +179,13 @@ mod tests {
         assert!(url("u", "https://cdn.example.com/a.png", true).is_ok());
         assert!(url("u", "http://cdn.example.com/a.png", true).is_err());
         assert!(url("u", "javascript:alert(1)", false).is_err());
+    }
+
+    #[test]
+    fn a_text_of_zero_width_characters_only_is_refused() {
+        assert!(text("t", "\u{200B}\u{200D}\u{FEFF}", 1, 10).is_err());
+        assert_eq!(text("t", "a\u{200B}", 1, 10).as_deref(), Ok("a\u{200B}"));
+        assert!(text("t", "", 0, 10).is_ok());
     }
 
     #[test]

@@ -13,11 +13,14 @@ pub fn from_ghs(field: &str, v: &Value) -> Result<i64, DomainError> {
     let Some(n) = v.as_f64().filter(|n| n.is_finite()) else {
         return Err(DomainError::field(field, "must be a number of GHS"));
     };
-    let scaled = n * 100.0;
-    let rounded = scaled.round();
-    if (scaled - rounded).abs() > 1e-6 {
+    // The shortest decimal form that reads back as this number (`12.5000001`, never an
+    // exponent) says how many decimals the client wrote: any past the second is refused, not
+    // rounded away (D1.5).
+    let decimals = n.to_string().split_once('.').map_or(0, |(_, frac)| frac.len());
+    if decimals > 2 {
         return Err(DomainError::field(field, "must have at most 2 decimals"));
     }
+    let rounded = (n * 100.0).round();
     if rounded < 0.0 {
         return Err(DomainError::field(field, "must not be negative"));
     }
@@ -47,6 +50,10 @@ mod tests {
         assert_eq!(from_ghs("a", &json!(19.99)), Ok(1999));
         assert_eq!(from_ghs("a", &json!(0)), Ok(0));
         assert!(from_ghs("a", &json!(1.005)).is_err());
+        assert!(from_ghs("a", &json!(12.5000001)).is_err());
+        assert!(from_ghs("a", &json!(0.0000001)).is_err());
+        assert_eq!(from_ghs("a", &json!(0.29)), Ok(29));
+        assert_eq!(from_ghs("a", &json!(1e3)), Ok(100_000));
         assert!(from_ghs("a", &json!(-1)).is_err());
         assert!(from_ghs("a", &json!("12")).is_err());
         assert_eq!(to_ghs(1250), json!(12.5));

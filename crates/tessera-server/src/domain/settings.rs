@@ -25,6 +25,57 @@ pub fn mask(plain_tail: &str) -> String {
     format!("••••{plain_tail}")
 }
 
+/// Secrets this short or shorter show no characters at all in their mask: four characters of
+/// an eight-character secret would be half of it.
+pub const SHORT_SECRET_CHARS: usize = 8;
+
+/// The characters a mask may show of `plain`: the last 4, or none for a short secret.
+pub fn visible_tail(plain: &str) -> String {
+    let n = plain.chars().count();
+    if n <= SHORT_SECRET_CHARS {
+        return String::new();
+    }
+    plain.chars().skip(n - 4).collect()
+}
+
+/// Checks a settings patch before it is merged: no key may start with `$` (the namespace of
+/// the sealed marker, so a client cannot forge a sealed value), and a secret-looking key holds
+/// a string (or `null`, which deletes it), at any depth, inside arrays too.
+pub fn check_patch(field: &str, patch: &Value) -> Result<(), DomainError> {
+    let mut errors = Vec::new();
+    check_patch_at(field, patch, &mut errors);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(DomainError::Validation(errors))
+    }
+}
+
+fn check_patch_at(path: &str, v: &Value, errors: &mut Vec<super::FieldError>) {
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m {
+                let p = format!("{path}.{k}");
+                if k.starts_with('$') {
+                    errors.push(super::FieldError::new(p, "keys starting with '$' are reserved"));
+                    continue;
+                }
+                if is_secret_key(k) && !matches!(child, Value::String(_) | Value::Null) {
+                    errors.push(super::FieldError::new(p, "a secret must be a string"));
+                    continue;
+                }
+                check_patch_at(&p, child, errors);
+            }
+        }
+        Value::Array(a) => {
+            for (i, child) in a.iter().enumerate() {
+                check_patch_at(&format!("{path}[{i}]"), child, errors);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Items of `providerSummary`: one per configured payment provider, never a secret.
 pub fn provider_summary(payments: Option<&Value>) -> Vec<Value> {
     let Some(p) = payments.and_then(Value::as_object) else { return Vec::new() };
@@ -79,7 +130,11 @@ pub fn mask_sealed(v: &mut Value) {
 /// A secret sent back as its mask (`"••••abcd"`) means "unchanged" and is skipped.
 pub fn merge_patch(target: &mut Value, patch: &Value) {
     let Value::Object(p) = patch else {
-        *target = patch.clone();
+        let mut next = patch.clone();
+        // An array comes back whole: a secret in it sent back as its mask keeps the sealed value
+        // stored at the same place.
+        keep_masked(&mut next, target);
+        *target = next;
         return;
     };
     if !target.is_object() || target.get(SEALED).is_some() {
@@ -104,18 +159,54 @@ fn is_sealed(v: &Value) -> bool {
 
 /// Replaces every plaintext secret string by `seal(path, plaintext)` (which returns the sealed
 /// object). Already sealed values are left alone.
+/// Objects inside arrays are walked too (a list of webhook endpoints, each with a secret).
 pub fn seal_secrets(v: &mut Value, path: &str, seal: &dyn Fn(&str, &str) -> Value) {
-    if let Value::Object(m) = v {
-        if is_sealed_map(m) {
-            return;
-        }
-        for (k, child) in m.iter_mut() {
-            let p = format!("{path}.{k}");
-            match child {
-                Value::String(s) if is_secret_key(k) => *child = seal(&p, s),
-                _ => seal_secrets(child, &p, seal),
+    match v {
+        Value::Object(m) => {
+            if is_sealed_map(m) {
+                return;
+            }
+            for (k, child) in m.iter_mut() {
+                let p = format!("{path}.{k}");
+                match child {
+                    Value::String(s) if is_secret_key(k) => *child = seal(&p, s),
+                    _ => seal_secrets(child, &p, seal),
+                }
             }
         }
+        Value::Array(a) => {
+            for (i, child) in a.iter_mut().enumerate() {
+                seal_secrets(child, &format!("{path}[{i}]"), seal);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// In a value that replaces `old` whole, a secret given as the mask of the sealed secret at the
+/// same place in `old` takes that sealed value back (the client read the mask and sent it back).
+fn keep_masked(new: &mut Value, old: &Value) {
+    match (new, old) {
+        (Value::Object(n), Value::Object(o)) => {
+            for (k, child) in n.iter_mut() {
+                let Some(before) = o.get(k) else { continue };
+                match child {
+                    Value::String(s) if is_secret_key(k) && is_sealed(before) => {
+                        let tail = before.get("last4").and_then(Value::as_str).unwrap_or("");
+                        if *s == mask(tail) {
+                            *child = before.clone();
+                        }
+                    }
+                    _ => keep_masked(child, before),
+                }
+            }
+        }
+        (Value::Array(n), Value::Array(o)) => {
+            for (child, before) in n.iter_mut().zip(o) {
+                keep_masked(child, before);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -368,5 +459,41 @@ mod tests {
         assert_eq!(v["plain"], "x");
         mask_sealed(&mut v);
         assert_eq!(v["providers"]["provider_a"]["secretKey"], "••••3456");
+    }
+
+    #[test]
+    fn secrets_inside_arrays_are_sealed_and_a_sent_back_mask_keeps_them() {
+        let seal = |_: &str, s: &str| json!({SEALED: format!("enc:{s}"), "last4": visible_tail(s)});
+        let mut v = json!({"endpoints": [{"url": "u", "signingSecret": "whsec_abcdefgh1234"}, {"apiKey": "short"}]});
+        seal_secrets(&mut v, "config", &seal);
+        assert_eq!(v["endpoints"][0]["signingSecret"][SEALED], "enc:whsec_abcdefgh1234");
+        assert_eq!(v["endpoints"][1]["apiKey"]["last4"], "");
+        let stored = v.clone();
+        merge_patch(&mut v, &json!({"endpoints": [{"url": "u2", "signingSecret": "••••1234"}, {"apiKey": "••••"}]}));
+        assert_eq!(v["endpoints"][0]["signingSecret"], stored["endpoints"][0]["signingSecret"]);
+        assert_eq!(v["endpoints"][1]["apiKey"], stored["endpoints"][1]["apiKey"]);
+        assert_eq!(v["endpoints"][0]["url"], "u2");
+        mask_sealed(&mut v);
+        assert_eq!(v["endpoints"][0]["signingSecret"], "••••1234");
+        assert_eq!(v["endpoints"][1]["apiKey"], "••••");
+    }
+
+    #[test]
+    fn a_patch_refuses_dollar_keys_and_non_string_secrets_at_any_depth() {
+        assert!(check_patch("config", &json!({"a": [{"b": {"apiKey": "x", "password": null}}]})).is_ok());
+        let DomainError::Validation(errs) =
+            check_patch("config", &json!({"$sealed": "x", "a": [{"apiKey": 5}], "b": {"$x": 1}})).expect_err("bad")
+        else {
+            panic!()
+        };
+        let mut fields: Vec<_> = errs.iter().map(|e| e.field.as_str()).collect();
+        fields.sort();
+        assert_eq!(fields, ["config.$sealed", "config.a[0].apiKey", "config.b.$x"]);
+    }
+
+    #[test]
+    fn short_secrets_show_no_characters() {
+        assert_eq!(visible_tail("12345678"), "");
+        assert_eq!(visible_tail("123456789"), "6789");
     }
 }

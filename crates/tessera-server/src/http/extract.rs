@@ -173,10 +173,14 @@ fn detail_from_path(path: &serde_path_to_error::Path, message: &str) -> Detail {
             format!("{base}.{name}")
         }
     };
-    for prefix in ["unknown field `", "missing field `"] {
+    for prefix in ["unknown field `", "missing field `", "duplicate field `"] {
         if let Some(rest) = message.strip_prefix(prefix) {
             if let Some(name) = rest.split('`').next() {
-                let msg = if prefix.starts_with("unknown") { "unknown field" } else { "is required" };
+                let msg = match prefix.as_bytes()[0] {
+                    b'u' => "unknown field",
+                    b'm' => "is required",
+                    _ => "must be given once",
+                };
                 return Detail { field: join(name), message: msg.to_string() };
             }
         }

@@ -1,4 +1,4 @@
-//! Liveness and readiness, outside the version 1 envelope and auth.
+//! Liveness, readiness and metrics, outside the version 1 envelope and auth.
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -20,4 +20,12 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({"status": "unavailable"})))
     }
+}
+
+/// GET /metrics — Prometheus text format (D16.20), no auth; see `telemetry::metrics`.
+pub async fn metrics() -> impl IntoResponse {
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        crate::telemetry::metrics::render(),
+    )
 }

@@ -6,6 +6,7 @@ pub mod extract;
 pub mod health;
 pub mod middleware;
 pub mod openapi;
+pub mod serve;
 pub mod v1;
 pub mod webhooks;
 
@@ -139,12 +140,21 @@ pub fn router(state: AppState) -> Router {
     let (v1, _) = v1_routes().split_for_parts();
     let v1 = v1.route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::auth::layer));
     let (open, _) = open_routes().split_for_parts();
+    crate::telemetry::metrics::install();
     let (webhooks, _) = webhook_routes().split_for_parts();
-    Router::new()
+    let router = Router::new()
         .merge(v1)
         .merge(webhooks)
         .merge(open)
-        .route("/api/white-label/v1/openapi.json", axum::routing::get(openapi_json))
+        .route("/api/white-label/v1/openapi.json", axum::routing::get(openapi_json));
+    // D16.20: on the main listener unless turned off or moved to `metrics.listen`.
+    let metrics = &state.config.metrics;
+    let router = if metrics.enabled && metrics.listen.trim().is_empty() {
+        router.route("/metrics", axum::routing::get(health::metrics))
+    } else {
+        router
+    };
+    router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(state.config.max_body_bytes))

@@ -72,6 +72,30 @@ fn from_row(r: &AnyRow) -> StoreResult<Campaign> {
     })
 }
 
+/// One row of a packed page: the values of [`COLUMNS`], in order.
+type Packed = (String, String, String, String, String, String, i64, i64, Option<i64>, i64, String, i64, i64, i64, i64);
+
+fn from_packed(p: Packed) -> StoreResult<Campaign> {
+    let (id, title, slug, description, t, s, start_date, end_date, vote_price, verification, m, tt, pc, ca, ua) = p;
+    Ok(Campaign {
+        id,
+        title,
+        slug,
+        description,
+        campaign_type: CampaignType::parse("campaign_type", &t).map_err(|_| corrupt("campaign_type"))?,
+        status: CampaignStatus::parse("status", &s).map_err(|_| corrupt("status"))?,
+        start_date,
+        end_date,
+        vote_price,
+        verification_required: verification != 0,
+        metadata: serde_json::from_str(&m).map_err(|_| corrupt("metadata"))?,
+        ticket_type_count: tt,
+        participant_count: pc,
+        created_at: ca,
+        updated_at: ua,
+    })
+}
+
 /// The fields of a campaign an audit summary shows.
 pub fn summary(c: &Campaign) -> Value {
     serde_json::json!({
@@ -276,6 +300,7 @@ impl Store {
         if let Some(id) = &q.only_id {
             f.and("id = ?", Arg::Text(id.clone()));
         }
-        self.page(COLUMNS, "FROM campaigns", "created_at DESC, id DESC", &f, (q.page, q.limit), from_row).await
+        self.page_packed(COLUMNS, "FROM campaigns", "created_at DESC, id DESC", &f, (q.page, q.limit), from_packed)
+            .await
     }
 }

@@ -125,7 +125,7 @@ impl Store {
                             Ok(())
                         })
                     })
-                    .connect_with(AnyConnectOptions::from_str(url)?)
+                    .connect_with(AnyConnectOptions::from_str(&writer_url(url))?)
                     .await?;
                 let ro_url = read_only_url(url);
                 let reader = AnyPoolOptions::new()
@@ -219,7 +219,33 @@ fn sqlite_file(url: &str) -> Option<String> {
     (!path.is_empty() && path != ":memory:").then(|| path.to_string())
 }
 
+/// The writer opens the file read-write and creates it when missing, as the data-dir default
+/// does: a `sqlite://path` URL without a `mode` would otherwise fail on a new file. An explicit
+/// `mode` is kept.
+fn writer_url(url: &str) -> String {
+    if sqlite_file(url).is_none()
+        || url.split_once('?').is_some_and(|(_, q)| q.split('&').any(|p| p.starts_with("mode=")))
+    {
+        return url.to_string();
+    }
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}mode=rwc")
+}
+
 fn read_only_url(url: &str) -> String {
     let base = url.split('?').next().unwrap_or(url);
     format!("{base}?mode=ro")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sqlite_url_without_a_mode_is_created_when_missing() {
+        assert_eq!(writer_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db?mode=rwc");
+        assert_eq!(writer_url("sqlite://x.db?cache=shared"), "sqlite://x.db?cache=shared&mode=rwc");
+        assert_eq!(writer_url("sqlite://x.db?mode=ro"), "sqlite://x.db?mode=ro");
+        assert_eq!(writer_url("sqlite::memory:"), "sqlite::memory:");
+    }
 }

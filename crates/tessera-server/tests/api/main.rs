@@ -8,6 +8,8 @@ mod campaigns;
 mod cli;
 mod crash;
 mod foundation;
+mod hardening;
+mod metrics;
 mod nul;
 mod openapi;
 mod participants;

@@ -142,7 +142,7 @@ async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiEr
     }
     let bytes = axum::body::to_bytes(body, state.config.max_body_bytes)
         .await
-        .map_err(|_| ApiError::payload_too_large(state.config.max_body_bytes))?;
+        .map_err(|e| body_error(e, state.config.max_body_bytes))?;
     if tessera_sign::verify_signature(secret, timestamp, parts.method.as_str(), path, &bytes, signature).is_err() {
         state.guards.failures.bad_signature(key_id, ip, now);
         return Err(ApiError::invalid_signature());
@@ -167,6 +167,19 @@ async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiEr
     let mut req = Request::from_parts(parts, Body::from(bytes));
     req.extensions_mut().insert(caller(&key, Scheme::Signed, domain));
     Ok(req)
+}
+
+/// 413 when the body outgrew the limit; 400 when it could not be read whole (the client cut it
+/// short or sent broken chunking), which is not a size problem.
+fn body_error(e: axum::Error, max_body_bytes: usize) -> ApiError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(s) = source {
+        if s.is::<http_body_util::LengthLimitError>() {
+            return ApiError::payload_too_large(max_body_bytes);
+        }
+        source = s.source();
+    }
+    ApiError::malformed_json("the request body could not be read whole (cut short by the client?)")
 }
 
 /// Reads and drops the body of a request refused for its declared size before answering 413.

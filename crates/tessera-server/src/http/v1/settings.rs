@@ -7,7 +7,8 @@ use utoipa::ToSchema;
 
 use super::{audit, settings_view};
 use crate::domain::settings::{
-    check_outbound_urls, mask_sealed, merge_patch, parse_category, seal_secrets, validate, CATEGORIES, SEALED,
+    check_outbound_urls, check_patch, mask_sealed, merge_patch, parse_category, seal_secrets, validate, visible_tail,
+    CATEGORIES, SEALED,
 };
 use crate::domain::DomainError;
 use crate::http::envelope::{ApiResponse, Envelope};
@@ -98,11 +99,6 @@ pub enum SettingsCategory {
     Operations,
 }
 
-fn tail4(s: &str) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    chars[chars.len().saturating_sub(4)..].iter().collect()
-}
-
 /// PATCH /api/white-label/v1/settings/{category} — Signed — settings:write
 #[utoipa::path(
     patch, path = "/api/white-label/v1/settings/{category}", operation_id = "settings_update", tag = "settings",
@@ -127,6 +123,7 @@ pub async fn update(
         None => return Err(ApiError::field("config", "is required")),
     };
     crate::domain::check::free_object("config", &patch)?;
+    check_patch("config", &patch)?;
     let keyring = state.directory.keyring();
     let account = &caller.account_id;
     let stored = state
@@ -139,7 +136,7 @@ pub async fn update(
                 validate(category, &current)?;
                 check_outbound_urls(category, &current, state.config.security.allow_private_endpoints)?;
                 seal_secrets(&mut current, &format!("{category}.config"), &|path, plain| {
-                    json!({ SEALED: keyring.encrypt(&format!("settings:{account}:{path}"), plain), "last4": tail4(plain) })
+                    json!({ SEALED: keyring.encrypt(&format!("settings:{account}:{path}"), plain), "last4": visible_tail(plain) })
                 });
                 Ok(current)
             },

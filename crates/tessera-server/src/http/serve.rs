@@ -1,0 +1,291 @@
+//! The serving loop of a listener (D16.21, D16.22): HTTP/1.1 through hyper with the
+//! connection limits `axum::serve` does not have.
+//!
+//! - **Header-read timeout** (`http.header_read_timeout_ms`, 30 s): a request head must arrive
+//!   whole in time, else hyper closes the connection. Hyper also runs this timer while a
+//!   keep-alive connection waits for its next request.
+//! - **Idle timeout** (`http.idle_timeout_ms`, 60 s): a connection that moves no byte either way
+//!   for this long is closed, in the middle of a request too (a body that stops arriving, an
+//!   answer the client stops reading).
+//! - **Connection cap** (`http.max_connections`, 10 000): each connection holds a permit; at the
+//!   cap the loop stops accepting until one closes (new clients wait in the kernel's queue), so
+//!   file descriptors cannot run out. The open-file soft limit is raised to fit at start.
+//! - **Graceful stop**: when `shutdown` resolves the listener is closed, every connection is told
+//!   to finish what it is reading or handling and close, and the loop returns once all have.
+//!
+//! Slow-client protection is proved by `tests/api/hardening.rs`
+//! (`slow_clients_cannot_starve_a_well_behaved_one`).
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tower::ServiceExt as _;
+
+use crate::config::HttpConfig;
+
+/// The connection limits of one listener.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub header_read_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl Limits {
+    pub fn from_config(c: &HttpConfig) -> Self {
+        Limits {
+            header_read_timeout: Duration::from_millis(c.header_read_timeout_ms),
+            idle_timeout: Duration::from_millis(c.idle_timeout_ms),
+            max_connections: c.max_connections.clamp(1, u32::MAX as usize),
+        }
+    }
+}
+
+/// Raises the open-file soft limit so that `max_connections` sockets fit beside the database
+/// files, logs, and the listener (a margin of 1 024). Warns when the hard limit is lower.
+pub fn raise_open_file_limit(max_connections: usize) {
+    let wanted = max_connections as u64 + 1024;
+    match rlimit::increase_nofile_limit(wanted) {
+        Ok(got) if got < wanted => tracing::warn!(
+            wanted,
+            got,
+            "the open-file hard limit is below http.max_connections + 1024; raise it (ulimit -Hn) or lower the cap"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "could not raise the open-file limit"),
+    }
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves, then waits for every open connection
+/// to finish its request and close.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            biased;
+            _ = &mut shutdown => break,
+            p = permits.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let (stream, peer) = tokio::select! {
+            biased;
+            _ = &mut shutdown => break,
+            r = listener.accept() => match r {
+                Ok(c) => c,
+                Err(e) => {
+                    // EMFILE and the like: the connection stays queued; try again shortly
+                    // instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        tokio::spawn(connection(stream, peer, app.clone(), limits, stop_rx.clone(), permit));
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    // Each connection holds a permit until it ends: having them all back means all ended.
+    let _all = permits.acquire_many(limits.max_connections as u32).await;
+    Ok(())
+}
+
+/// When a connection last moved a byte, in ms since it opened.
+struct Activity {
+    opened: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    fn touch(&self) {
+        self.last_ms.store(self.opened.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+    fn last(&self) -> Instant {
+        self.opened + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
+    }
+}
+
+/// A socket that records when it last read or wrote a byte.
+struct Tracked {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Tracked {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            this.activity.touch();
+        }
+        r
+    }
+}
+
+impl AsyncWrite for Tracked {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write(cx, data);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            this.activity.touch();
+        }
+        r
+    }
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            this.activity.touch();
+        }
+        r
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+/// Requests of one connection being handled (the service future not yet done).
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn enter(n: &Arc<AtomicUsize>) -> Self {
+        n.fetch_add(1, Ordering::Relaxed);
+        InFlight(n.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    app: Router,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+    _permit: OwnedSemaphorePermit,
+) {
+    let _ = stream.set_nodelay(true);
+    let activity = Arc::new(Activity { opened: Instant::now(), last_ms: AtomicU64::new(0) });
+    let io = TokioIo::new(Tracked { inner: stream, activity: activity.clone() });
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let counter = in_flight.clone();
+    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        let mut req = req.map(axum::body::Body::new);
+        req.extensions_mut().insert(ConnectInfo(peer));
+        let guard = InFlight::enter(&counter);
+        let app = app.clone();
+        async move {
+            let _guard = guard;
+            app.oneshot(req).await
+        }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .keep_alive(true)
+        // Past hyper's own limits it answers 431 itself, without the envelope; the request-id
+        // middleware refuses smaller excesses (more than 100 headers, 32 KiB of them) first.
+        .max_headers(crate::http::middleware::request_id::MAX_HEADERS * 4);
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    let mut stopping = false;
+    loop {
+        let idle_at = activity.last() + limits.idle_timeout;
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, %peer, "connection ended with an error");
+                }
+                return;
+            }
+            changed = stop.changed(), if !stopping => {
+                stopping = true;
+                if changed.is_ok() || *stop.borrow() {
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+            _ = tokio::time::sleep_until(idle_at) => {
+                if activity.last() + limits.idle_timeout <= Instant::now() {
+                    tracing::debug!(%peer, in_flight = in_flight.load(Ordering::Relaxed), "closing an idle connection");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Serves the application on `listener` (and `/metrics` on `metrics.listen` when configured)
+/// with the configured limits until `shutdown` resolves; see the module docs.
+pub async fn run(
+    listener: TcpListener,
+    app: Router,
+    config: &crate::config::Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let limits = Limits::from_config(&config.http);
+    raise_open_file_limit(limits.max_connections);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let metrics = match config.metrics.own_address()?.filter(|_| config.metrics.enabled) {
+        None => None,
+        Some(addr) => {
+            let l = TcpListener::bind(addr).await.with_context(|| format!("binding metrics.listen {addr}"))?;
+            tracing::info!(addr = %addr, "metrics listening");
+            let router = Router::new().route("/metrics", axum::routing::get(super::health::metrics));
+            Some(tokio::spawn(serve(l, router, limits, stop.clone().cancelled_owned())))
+        }
+    };
+    let main = serve(listener, app, limits, stop.clone().cancelled_owned());
+    let trigger = stop.clone();
+    let watcher = tokio::spawn(async move {
+        // Cancels when this task ends however it ends: a shutdown future that panics (its log
+        // line written to a closed stdout and stderr makes tracing panic) must still stop the
+        // server rather than leave it deaf to the signal.
+        let _stop_on_exit = trigger.drop_guard();
+        shutdown.await;
+    });
+    let result = main.await;
+    stop.cancel();
+    watcher.abort();
+    if let Some(m) = metrics {
+        let _ = m.await;
+    }
+    result.context("serving")
+}
