@@ -107,6 +107,35 @@ enum AdminCommand {
         #[command(subcommand)]
         command: LedgerCommand,
     },
+    /// Approval requests: withdrawals above the account's threshold, and the portal's (D14.2).
+    Approval {
+        #[command(subcommand)]
+        command: ApprovalCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ApprovalCommand {
+    /// Lists approval requests, oldest first, with their status.
+    List {
+        /// Only this account (slug); every account when omitted.
+        #[arg(long)]
+        account: Option<String>,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Decides a pending request and applies its effect (a withdrawal is paid out or cancelled).
+    Decide {
+        #[arg(long)]
+        id: String,
+        /// approved or rejected.
+        #[arg(long)]
+        status: String,
+        #[arg(long)]
+        note: Option<String>,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
 }
 
 #[derive(Subcommand)]
@@ -281,6 +310,12 @@ async fn run_admin(cfg: &Config, command: AdminCommand) -> ExitCode {
         }
         AdminCommand::Ledger { command: LedgerCommand::Check { account, out } } => {
             (admin::ledger_check(&store, account.as_deref()).await, out.json)
+        }
+        AdminCommand::Approval { command: ApprovalCommand::List { account, out } } => {
+            (admin::approval_list(&store, account.as_deref()).await, out.json)
+        }
+        AdminCommand::Approval { command: ApprovalCommand::Decide { id, status, note, out } } => {
+            (admin::approval_decide(&store, &id, &status, note.as_deref()).await, out.json)
         }
     };
     // A report that says `ok: false` (the money audit) prints like any other and exits 1.
