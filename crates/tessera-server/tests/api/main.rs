@@ -18,3 +18,4 @@ mod storefront;
 mod submissions;
 mod ticket_types;
 mod webhooks;
+mod withdrawals;
