@@ -68,6 +68,9 @@ enum Command {
         /// Print only this field of a successful answer, e.g. data.id.
         #[arg(long)]
         field: Option<String>,
+        /// An extra header, `Name: value` (e.g. `X-Idempotency-Key: payout-1`); repeatable.
+        #[arg(short = 'H', long = "header")]
+        header: Vec<String>,
     },
     /// Print the OpenAPI 3.1 document.
     Openapi,
@@ -440,8 +443,8 @@ async fn main() -> ExitCode {
                 }
             }
         }
-        Command::Call { method, path, data, field } => {
-            match call::run(&method, &path, data.as_deref(), field.as_deref()).await {
+        Command::Call { method, path, data, field, header } => {
+            match call::run(&method, &path, data.as_deref(), field.as_deref(), &header).await {
                 Ok(code) => ExitCode::from(code as u8),
                 Err(e) => {
                     eprintln!("error: {e:#}");
