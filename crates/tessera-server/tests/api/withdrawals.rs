@@ -444,6 +444,38 @@ async fn a_provider_outage_is_retried_and_a_payout_down_for_24_hours_fails_and_r
     assert_ledger_clean(&p);
 }
 
+async fn an_accounts_own_payout_provider_pays_and_signs_its_transfer_webhooks(b: Backend) {
+    let p = crate::payments::spawn_paid_with(b, |c| c.security.allow_private_endpoints = true).await;
+    fund(&p, 70.0).await;
+    let key = p.create_key(&p.account.slug, "private", None, ALL_PRIVATE_SCOPES, &["withdrawals"]).await;
+    let own = p.sandbox.provider_url("provider_b");
+    let (s, set) = p
+        .signed(
+            Method::PATCH,
+            "/api/white-label/v1/settings/payments",
+            Some(json!({"config": {"useSharedDefaults": false, "payoutProvider": "provider_b",
+                "providers": {"provider_b": {"baseUrl": own, "secretKey": "sk_live_account_own_b"}}}})),
+        )
+        .await;
+    assert_eq!(s, 200, "{set}");
+    let id = created(&p, &key, 20.0).await["id"].as_str().expect("id").to_string();
+    drain(&p).await;
+    assert_eq!(p.sandbox.transfer(&id).expect("transfer")["provider"], "provider_b");
+    settle_transfer(&p, &id, "succeed", json!({})).await;
+    let delivered = p.sandbox.webhooks();
+    assert_eq!(delivered[0]["status"], 200, "signed with the account's own secret and accepted: {delivered:?}");
+    drain(&p).await;
+    assert_eq!(show(&p, &key, &id).await["status"], "completed");
+    // A transfer event signed with an unknown secret is refused before anything is stored.
+    let (bytes, sig) = signed_event(
+        "provider_b",
+        "sk_wrong",
+        json!({"event": "transfer.failed", "data": {"id": "x", "reference": id}}),
+    );
+    assert_error(&post_webhook(&p, "provider_b", bytes, Some(&sig)).await, 401, "invalid_signature");
+    assert_ledger_clean(&p);
+}
+
 async fn approval_cli(app: &TestApp, args: &[&str]) -> Value {
     let mut all = vec!["admin", "approval"];
     all.extend_from_slice(args);
@@ -545,5 +577,6 @@ on_both!(
     fifty_concurrent_withdrawals_never_overdraw_the_balance,
     a_provider_outage_is_retried_and_a_payout_down_for_24_hours_fails_and_releases,
     withdrawals_above_the_threshold_wait_for_an_approval_decided_with_the_cli,
+    an_accounts_own_payout_provider_pays_and_signs_its_transfer_webhooks,
     the_sdk_creates_and_reads_withdrawals,
 );
