@@ -317,6 +317,33 @@ impl Client {
         Ok(self.get("/api/white-label/v1/balance").await?.data)
     }
 
+    /// `POST /api/white-label/v1/withdrawals` (a key with the withdrawals capability) under
+    /// `idempotency_key`: resending the same body with the same key after a timeout returns the
+    /// first answer and never withdraws twice.
+    pub async fn create_withdrawal<B: Serialize + ?Sized>(
+        &self,
+        body: &B,
+        idempotency_key: &str,
+    ) -> Result<models::Withdrawal, Error> {
+        let mut extra = HeaderMap::new();
+        extra.insert(
+            "x-idempotency-key",
+            HeaderValue::from_str(idempotency_key).map_err(|e| Error::Config(e.to_string()))?,
+        );
+        Ok(self.request(Method::POST, "/api/white-label/v1/withdrawals", Some(body), Some(extra)).await?.data)
+    }
+
+    /// `GET /api/white-label/v1/withdrawals/:id`.
+    pub async fn withdrawal(&self, id: &str) -> Result<models::Withdrawal, Error> {
+        Ok(self.get(&format!("/api/white-label/v1/withdrawals/{id}")).await?.data)
+    }
+
+    /// `GET /api/white-label/v1/withdrawals?…` (`query` without the `?`, e.g. `status=pending`).
+    pub async fn withdrawals(&self, query: &str) -> Result<Response<Vec<models::Withdrawal>>, Error> {
+        let sep = if query.is_empty() { "" } else { "?" };
+        self.get(&format!("/api/white-label/v1/withdrawals{sep}{query}")).await
+    }
+
     /// `GET /api/white-label/v1/ledger?…`.
     pub async fn ledger(&self, query: &str) -> Result<Response<Vec<models::LedgerEntry>>, Error> {
         let sep = if query.is_empty() { "" } else { "?" };

@@ -132,3 +132,24 @@ pub struct LedgerEntry {
     pub reference: String,
     pub created_at: String,
 }
+
+/// A withdrawal (`POST /withdrawals`, `GET /withdrawals/:id`), GHS.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Withdrawal {
+    pub id: String,
+    /// `awaiting_approval`, `pending`, `processing`, `completed`, `failed`, `cancelled`.
+    pub status: String,
+    pub amount: f64,
+    #[serde(rename = "bank_name")]
+    pub bank_name: String,
+    #[serde(rename = "bank_code")]
+    pub bank_code: String,
+    #[serde(rename = "account_number")]
+    pub account_number: String,
+    #[serde(rename = "account_name")]
+    pub account_name: String,
+    pub failure_reason: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}

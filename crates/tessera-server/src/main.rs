@@ -68,6 +68,9 @@ enum Command {
         /// Print only this field of a successful answer, e.g. data.id.
         #[arg(long)]
         field: Option<String>,
+        /// An extra header, `Name: value` (e.g. `X-Idempotency-Key: payout-1`); repeatable.
+        #[arg(short = 'H', long = "header")]
+        header: Vec<String>,
     },
     /// Print the OpenAPI 3.1 document.
     Openapi,
@@ -106,6 +109,35 @@ enum AdminCommand {
     Ledger {
         #[command(subcommand)]
         command: LedgerCommand,
+    },
+    /// Approval requests: withdrawals above the account's threshold, and the portal's (D14.2).
+    Approval {
+        #[command(subcommand)]
+        command: ApprovalCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ApprovalCommand {
+    /// Lists approval requests, oldest first, with their status.
+    List {
+        /// Only this account (slug); every account when omitted.
+        #[arg(long)]
+        account: Option<String>,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Decides a pending request and applies its effect (a withdrawal is paid out or cancelled).
+    Decide {
+        #[arg(long)]
+        id: String,
+        /// approved or rejected.
+        #[arg(long)]
+        status: String,
+        #[arg(long)]
+        note: Option<String>,
+        #[command(flatten)]
+        out: JsonFlag,
     },
 }
 
@@ -282,6 +314,12 @@ async fn run_admin(cfg: &Config, command: AdminCommand) -> ExitCode {
         AdminCommand::Ledger { command: LedgerCommand::Check { account, out } } => {
             (admin::ledger_check(&store, account.as_deref()).await, out.json)
         }
+        AdminCommand::Approval { command: ApprovalCommand::List { account, out } } => {
+            (admin::approval_list(&store, account.as_deref()).await, out.json)
+        }
+        AdminCommand::Approval { command: ApprovalCommand::Decide { id, status, note, out } } => {
+            (admin::approval_decide(&store, &id, &status, note.as_deref()).await, out.json)
+        }
     };
     // A report that says `ok: false` (the money audit) prints like any other and exits 1.
     let code = |v: &Value| if v.get("ok") == Some(&Value::Bool(false)) { ExitCode::from(1) } else { ExitCode::SUCCESS };
@@ -405,8 +443,8 @@ async fn main() -> ExitCode {
                 }
             }
         }
-        Command::Call { method, path, data, field } => {
-            match call::run(&method, &path, data.as_deref(), field.as_deref()).await {
+        Command::Call { method, path, data, field, header } => {
+            match call::run(&method, &path, data.as_deref(), field.as_deref(), &header).await {
                 Ok(code) => ExitCode::from(code as u8),
                 Err(e) => {
                     eprintln!("error: {e:#}");

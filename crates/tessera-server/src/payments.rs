@@ -82,6 +82,16 @@ pub fn routes(state: &AppState, account_id: &str, settings: &Value, channel: &st
     out
 }
 
+/// The account's payout provider (D14.1): `payoutProvider`, else `defaultProvider`, else the
+/// first configured one; `None` when that provider has no credentials.
+pub fn payout_route(state: &AppState, account_id: &str, settings: &Value) -> Option<Route> {
+    let named = |k: &str| settings.get(k).and_then(Value::as_str).and_then(ProviderId::parse);
+    let id = named("payoutProvider")
+        .or_else(|| named("defaultProvider"))
+        .or_else(|| ProviderId::ALL.into_iter().find(|p| credentials(state, account_id, settings, *p).is_some()))?;
+    credentials(state, account_id, settings, id).map(|credentials| Route { provider: id, credentials })
+}
+
 /// The fee rule in force (D12.3): the account's `feePercent`, `feeFixed`, `feeBearer`, each
 /// falling back to the platform's default.
 pub fn fee_policy(state: &AppState, settings: &Value) -> FeePolicy {

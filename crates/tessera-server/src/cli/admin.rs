@@ -226,3 +226,48 @@ pub async fn ledger_check(store: &Store, slug: Option<&str>) -> AdminResult {
     let found = store.check_ledger(slug).await?;
     Ok(json!({ "ok": found.is_empty(), "account": slug, "discrepancies": found }))
 }
+
+fn approval_json(r: &crate::store::withdrawals::ApprovalRequest) -> Value {
+    json!({
+        "id": r.id,
+        "account": r.account_slug,
+        "entityType": r.entity_type,
+        "status": r.status,
+        "reason": r.reason,
+        "requestPayload": r.request_payload,
+        "requestedBy": r.requested_by,
+        "decidedBy": r.decided_by,
+        "note": r.note,
+        "createdAt": rfc3339(r.created_at),
+        "decidedAt": r.decided_at.map(rfc3339),
+    })
+}
+
+/// `admin approval list [--account SLUG]`: approval requests (D14.2, D16.19), oldest first.
+pub async fn approval_list(store: &Store, slug: Option<&str>) -> AdminResult {
+    let account_id = match slug {
+        Some(s) => Some(account(store, s).await?.id),
+        None => None,
+    };
+    let requests: Vec<Value> =
+        store.list_approvals(account_id.as_deref(), None).await?.iter().map(approval_json).collect();
+    Ok(json!({ "account": slug, "approvals": requests }))
+}
+
+/// `admin approval decide --id ID --status approved|rejected [--note TEXT]`: an operator decides
+/// any approval request; its effect (a withdrawal paid out or cancelled) is applied with it.
+pub async fn approval_decide(store: &Store, id: &str, status: &str, note: Option<&str>) -> AdminResult {
+    use crate::store::withdrawals::{Decider, Decision};
+    let decision = Decision::parse(status)
+        .ok_or_else(|| AdminError::from(DomainError::field("status", "must be approved or rejected")))?;
+    let note = note.map(str::trim).filter(|n| !n.is_empty());
+    if note.is_some_and(|n| n.chars().count() > 1000) {
+        return Err(DomainError::field("note", "must be at most 1000 characters").into());
+    }
+    let by = Decider { decided_by: "operator", key_id: None, request_id: None };
+    match store.decide_approval(None, id, decision, note, &by, crate::domain::time::now_ms()).await {
+        Ok(r) => Ok(approval_json(&r)),
+        Err(StoreError::NotFound(_)) => Err(not_found("approval request", id)),
+        Err(e) => Err(e.into()),
+    }
+}

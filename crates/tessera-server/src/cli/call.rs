@@ -1,9 +1,16 @@
-//! `tessera call METHOD PATH [--data JSON] [--field data.id]`: one signed request through the
-//! SDK, with `TESSERA_URL`, `TESSERA_KEY_ID`, `TESSERA_KEY_SECRET`. Prints the body (or, with
+//! `tessera call METHOD PATH [--data JSON] [--field data.id] [-H 'Name: value']…`: one signed
+//! request through the SDK (extra headers such as `X-Idempotency-Key` are sent unsigned, as the
+//! signing rule only covers the four signed headers), with `TESSERA_URL`, `TESSERA_KEY_ID`, `TESSERA_KEY_SECRET`. Prints the body (or, with
 //! `--field`, one value of it, for shell scripts); a non-2xx answer prints the body and exits 1.
 use anyhow::Context as _;
 
-pub async fn run(method: &str, path: &str, data: Option<&str>, field: Option<&str>) -> anyhow::Result<i32> {
+pub async fn run(
+    method: &str,
+    path: &str,
+    data: Option<&str>,
+    field: Option<&str>,
+    headers: &[String],
+) -> anyhow::Result<i32> {
     let url = std::env::var("TESSERA_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".to_string());
     let key_id = std::env::var("TESSERA_KEY_ID").context("TESSERA_KEY_ID is not set")?;
     let secret = std::env::var("TESSERA_KEY_SECRET").context("TESSERA_KEY_SECRET is not set")?;
@@ -18,8 +25,14 @@ pub async fn run(method: &str, path: &str, data: Option<&str>, field: Option<&st
         }
         None => Vec::new(),
     };
+    let mut extra = reqwest::header::HeaderMap::new();
+    for h in headers {
+        let (name, value) = h.split_once(':').context("a header is `Name: value`")?;
+        let name = reqwest::header::HeaderName::from_bytes(name.trim().as_bytes()).context("header name")?;
+        extra.insert(name, reqwest::header::HeaderValue::from_str(value.trim()).context("header value")?);
+    }
     let client = tessera_client::Client::new(&url, &key_id, &secret)?;
-    let resp = client.send_raw(method, path, body, None).await.with_context(|| format!("calling {url}"))?;
+    let resp = client.send_raw(method, path, body, Some(extra)).await.with_context(|| format!("calling {url}"))?;
     let ok = (200..300).contains(&resp.status);
     let text = match field.filter(|_| ok) {
         None => String::from_utf8_lossy(&resp.body).into_owned(),

@@ -31,7 +31,9 @@ pub async fn ensure(store: &Store, keyring: &Keyring, data_dir: &Path) -> anyhow
         admin::domain_add(store, SLUG, "localhost", true, true).await?;
     }
     let public = admin::key_create(store, keyring, SLUG, "public", None, PUBLIC_SCOPES, &[]).await?;
-    let private = admin::key_create(store, keyring, SLUG, "private", None, PRIVATE_SCOPES, &[]).await?;
+    // The demo's secret key may withdraw (D2.1: the withdrawals capability).
+    let private =
+        admin::key_create(store, keyring, SLUG, "private", None, PRIVATE_SCOPES, &["withdrawals".to_string()]).await?;
     let keys = serde_json::json!({ "public": public, "private": private });
     write_private_file(&file, &serde_json::to_string_pretty(&keys)?)?;
     Ok(keys)

@@ -10,6 +10,7 @@ pub mod settings;
 pub mod submissions;
 pub mod ticket_types;
 pub mod time;
+pub mod withdrawals;
 
 /// A rule broken by input, with the field it concerns (becomes a 400 details item).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -291,6 +291,7 @@ pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
             v.bool(o, "useSharedDefaults", "");
             let default = v.one_of(o, "defaultProvider", "", &PROVIDERS);
             let fallback = v.one_of(o, "fallbackProvider", "", &PROVIDERS);
+            v.one_of(o, "payoutProvider", "", &PROVIDERS);
             if default.is_some() && default == fallback {
                 v.fail("fallbackProvider", "must differ from defaultProvider");
             }
@@ -359,6 +360,12 @@ pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
             }
         }
         "operations" => {
+            // D14.2: withdrawals strictly above this many GHS wait for an approval.
+            if let Some(limit) = o.get("withdrawalApprovalAbove") {
+                if !limit.is_null() && super::money::from_ghs("withdrawalApprovalAbove", limit).is_err() {
+                    v.fail("withdrawalApprovalAbove", "must be a GHS amount ≥ 0 with at most 2 decimals (or null)");
+                }
+            }
             if let Some(modules) = v.object(o, "modules", "") {
                 for (name, on) in modules {
                     if !MODULES.contains(&name.as_str()) {

@@ -191,6 +191,7 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound(what) => ApiError::not_found(what),
             StoreError::Conflict(m) => ApiError::conflict(m),
             StoreError::SoldOut(m) => ApiError::new(StatusCode::CONFLICT, "sold_out", m),
+            StoreError::InsufficientBalance(m) => ApiError::new(StatusCode::CONFLICT, "insufficient_balance", m),
             other => ApiError::internal(other),
         }
     }

@@ -96,6 +96,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(v1::payments::show))
         .routes(routes!(v1::ledger::balance))
         .routes(routes!(v1::ledger::list))
+        .routes(routes!(v1::withdrawals::create, v1::withdrawals::list))
+        .routes(routes!(v1::withdrawals::show))
         // Both forms: signed, or domain key
         .routes(routes!(v1::campaigns::list))
         // Domain-key

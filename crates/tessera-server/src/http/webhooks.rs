@@ -30,7 +30,8 @@ pub struct WebhookAck {
 }
 
 /// Whether `signature` is the provider's signature of `body` with the platform's shared secret
-/// or with the secret of the account that owns the event's reference (D6.1).
+/// or with the secret of the account that owns the event's reference, a charge's or a
+/// withdrawal's (D6.1).
 async fn signed_by_a_known_secret(state: &AppState, id: ProviderId, body: &[u8], signature: &str) -> bool {
     let provider = adapter(id);
     if let Some(shared) = state.config.providers.get(id.as_str()) {
@@ -44,9 +45,17 @@ async fn signed_by_a_known_secret(state: &AppState, id: ProviderId, body: &[u8],
         .ok()
         .and_then(|v| v.get("data")?.get("reference")?.as_str().map(str::to_string));
     let Some(reference) = reference else { return false };
-    let Ok(Some(t)) = state.store.transaction_by_reference(&reference).await else { return false };
-    let Ok(settings) = payments_settings(state, &t.account_id).await else { return false };
-    match credentials(state, &t.account_id, &settings, id) {
+    // A charge's reference, or a transfer's (the withdrawal id, D14.1).
+    let account_id = match state.store.transaction_by_reference(&reference).await {
+        Ok(Some(t)) => t.account_id,
+        Ok(None) => match state.store.withdrawal_by_id(&reference).await {
+            Ok(Some(w)) => w.account_id,
+            _ => return false,
+        },
+        Err(_) => return false,
+    };
+    let Ok(settings) = payments_settings(state, &account_id).await else { return false };
+    match credentials(state, &account_id, &settings, id) {
         Some(c) if c.account_supplied || settings.get("useSharedDefaults").and_then(Value::as_bool) == Some(false) => {
             provider.verify_signature(c.secret_key.expose_secret().as_bytes(), body, signature)
         }

@@ -14,6 +14,8 @@ pub mod queue {
     pub const WEBHOOK: &str = "webhook";
     /// Pending charges: verify polling and hold expiry (subject: transaction reference).
     pub const CHARGE: &str = "charge";
+    /// Withdrawals to pay out and transfers to poll (subject: withdrawal id).
+    pub const PAYOUT: &str = "payout";
     /// Queued notifications (subject: notification id).
     pub const NOTIFICATION: &str = "notification";
 }

@@ -1,6 +1,6 @@
 //! The ledger (D5.6, D12.4, D16.2–3): append-only entries; a balance is a sum, never a stored
 //! number. And the money audit behind `tessera admin ledger check`: every figure the ledger
-//! holds must be explained by what was paid and what was fulfilled.
+//! holds must be explained by what was paid, what was fulfilled and what was withdrawn.
 use sqlx::Row;
 
 use super::query::{Arg, Filter};
@@ -138,6 +138,43 @@ impl Store {
         push("no_entry_without_confirmed_charge", "ledger".into(), 0, t.try_get("orphans")?);
         push("no_unknown_entry_kind", "ledger".into(), 0, t.try_get("unknown_kinds")?);
         push("mismatch_never_credited", "transactions".into(), 0, t.try_get("mismatched_credits")?);
+
+        // Withdrawals (D16.2): each one's hold, release and debit match its state — open: the
+        // hold only; completed: hold, release and debit; failed or cancelled: hold and release.
+        let withdrawals = format!(
+            "SELECT w.id, w.status, w.amount, \
+             (SELECT {} FROM ledger_entries l WHERE l.account_id = w.account_id AND l.reference = w.id AND l.kind = 'withdrawal_hold') AS hold, \
+             (SELECT {} FROM ledger_entries l WHERE l.account_id = w.account_id AND l.reference = w.id AND l.kind = 'withdrawal_release') AS released, \
+             (SELECT {} FROM ledger_entries l WHERE l.account_id = w.account_id AND l.reference = w.id AND l.kind = 'withdrawal_debit') AS debited \
+             FROM withdrawals w WHERE w.account_id = $1",
+            sum("l.amount"),
+            sum("l.amount"),
+            sum("l.amount"),
+        );
+        for r in &sqlx::query(&withdrawals).bind(id).fetch_all(self.reader()).await? {
+            let (w, status, amount): (String, String, i64) =
+                (r.try_get("id")?, r.try_get("status")?, r.try_get("amount")?);
+            let ended = matches!(status.as_str(), "completed" | "failed" | "cancelled");
+            push("withdrawal_held_once", w.clone(), -amount, r.try_get("hold")?);
+            push("withdrawal_released_when_ended", w.clone(), if ended { amount } else { 0 }, r.try_get("released")?);
+            push(
+                "withdrawal_debited_when_completed",
+                w,
+                if status == "completed" { -amount } else { 0 },
+                r.try_get("debited")?,
+            );
+        }
+        let orphans = sqlx::query(
+            "SELECT COUNT(*) AS n FROM ledger_entries l WHERE l.account_id = $1 AND l.kind IN \
+             ('withdrawal_hold', 'withdrawal_release', 'withdrawal_debit') AND NOT EXISTS \
+             (SELECT 1 FROM withdrawals w WHERE w.id = l.reference AND w.account_id = l.account_id)",
+        )
+        .bind(id)
+        .fetch_one(self.reader())
+        .await?;
+        push("no_withdrawal_entry_without_withdrawal", "ledger".into(), 0, orphans.try_get("n")?);
+        let available = self.balance(id, crate::domain::time::now_ms()).await?.available;
+        push("available_never_negative", "balance".into(), 0, available.min(0));
 
         // Tickets issued = quantity of each fulfilled ticket purchase, and none for the others.
         let rows = sqlx::query(

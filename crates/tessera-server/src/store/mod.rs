@@ -19,6 +19,7 @@ pub mod settings;
 pub mod submissions;
 pub mod ticket_types;
 pub mod webhooks;
+pub mod withdrawals;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -37,6 +38,9 @@ pub enum StoreError {
     /// Not enough inventory left for the quantity asked (409 `sold_out`).
     #[error("sold out: {0}")]
     SoldOut(String),
+    /// The available balance does not cover a withdrawal (409 `insufficient_balance`).
+    #[error("insufficient balance: {0}")]
+    InsufficientBalance(String),
     #[error("database: {0}")]
     Db(#[from] sqlx::Error),
     #[error("stored data is corrupt: {0}")]
@@ -89,6 +93,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "foundation", include_str!("../../migrations/0001_foundation.sql")),
     (2, "catalogue", include_str!("../../migrations/0002_catalogue.sql")),
     (3, "payments", include_str!("../../migrations/0003_payments.sql")),
+    (4, "withdrawals", include_str!("../../migrations/0004_withdrawals.sql")),
 ];
 
 impl Store {

@@ -327,7 +327,7 @@ async fn fulfil(conn: &mut sqlx::AnyConnection, f: &Fulfil<'_>, now: i64) -> Sto
     jobs::enqueue(conn, queue::NOTIFICATION, &notification, now, now).await
 }
 
-async fn ledger_entry(
+pub(crate) async fn ledger_entry(
     conn: &mut sqlx::AnyConnection,
     account_id: &str,
     kind: &str,

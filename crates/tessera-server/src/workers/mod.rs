@@ -4,6 +4,7 @@
 //! `try_execute_one` runs one due job (tests drain queues with it); `spawn` runs the loops
 //! until the token is cancelled, then hands claimed jobs back.
 pub mod charges;
+pub mod payouts;
 pub mod webhooks;
 
 use std::future::Future;
@@ -18,6 +19,9 @@ use crate::state::AppState;
 /// The outcome of one `try_execute_one`: whether a job was found.
 pub type Step = Pin<Box<dyn Future<Output = anyhow::Result<bool>> + Send>>;
 
+/// A worker loop: its name and one step.
+type Worker = (&'static str, fn(AppState) -> Step);
+
 /// The lease of a claim, milliseconds.
 pub(crate) fn lease_ms(state: &AppState) -> i64 {
     i64::try_from(state.config.workers.lease_seconds.saturating_mul(1000)).unwrap_or(30_000).max(1_000)
@@ -26,9 +30,10 @@ pub(crate) fn lease_ms(state: &AppState) -> i64 {
 /// Starts every worker loop. Two loops per queue, so one slow provider call does not hold up
 /// the rest of the queue.
 pub fn spawn(state: &AppState, cancel: &CancellationToken) -> Vec<JoinHandle<()>> {
-    let workers: [(&'static str, fn(AppState) -> Step); 2] = [
+    let workers: [Worker; 3] = [
         ("webhooks", |s| Box::pin(async move { webhooks::try_execute_one(&s).await })),
         ("charges", |s| Box::pin(async move { charges::try_execute_one(&s).await })),
+        ("payouts", |s| Box::pin(async move { payouts::try_execute_one(&s).await })),
     ];
     let mut handles = Vec::new();
     for (name, step) in workers {
@@ -68,6 +73,10 @@ pub async fn drain(state: &AppState) -> anyhow::Result<usize> {
             any = true;
         }
         while charges::try_execute_one(state).await? {
+            ran += 1;
+            any = true;
+        }
+        while payouts::try_execute_one(state).await? {
             ran += 1;
             any = true;
         }

@@ -1,11 +1,13 @@
 //! Reconciliation of stored provider callbacks (D6.2–3): each event is a trigger to ask the
-//! provider's verify API about its charge, then to apply what the provider says. Transfers are
-//! reconciled by the withdrawals worker when it lands; until then their events are kept.
+//! provider's verify API about its charge or transfer, then to apply what the provider says
+//! (charges through `payments::confirm`, transfers through `workers::payouts::reconcile`).
 use crate::domain::payments::retry_delay_ms;
 use crate::domain::time::now_ms;
 use crate::payments::{confirm, ConfirmError};
 use crate::state::AppState;
 use crate::store::jobs::queue;
+
+use super::payouts::{self, PayoutError};
 
 /// Reconciles one due webhook event. Returns whether there was one.
 pub async fn try_execute_one(state: &AppState) -> anyhow::Result<bool> {
@@ -33,7 +35,20 @@ pub async fn try_execute_one(state: &AppState) -> anyhow::Result<bool> {
                 Err(e) => format!("error: {e}"),
             },
         },
-        "transfer.success" | "transfer.failed" => "kept_for_withdrawals".to_string(),
+        "transfer.success" | "transfer.failed" => match state.store.withdrawal_by_id(&event.reference).await? {
+            None => "unknown_reference".to_string(),
+            Some(w) if w.provider != event.provider => "provider_mismatch".to_string(),
+            Some(w) => match payouts::reconcile(state, &w).await {
+                Ok(o) => o.as_str().to_string(),
+                Err(PayoutError::Provider(e)) if e.is_transient() => {
+                    let step = retry_delay_ms(job.step_ms);
+                    tracing::warn!(event = %event.id, error = %e, "provider unreachable; the event is retried");
+                    state.store.reschedule_job(&job, worker, now_ms() + step, step, Some(&e.to_string())).await?;
+                    return Ok(true);
+                }
+                Err(e) => format!("error: {e}"),
+            },
+        },
         _ => "ignored".to_string(),
     };
     tracing::info!(provider = %event.provider, event = %event.event, outcome = %outcome, "webhook reconciled");

@@ -1,6 +1,8 @@
-//! Crash safety of money (D6.2, D16.8): `tessera serve` as a real process, SIGKILLed after a
-//! webhook was handed off (stored and answered 200) and before it was reconciled. After a restart
-//! the charge is fulfilled exactly once and the money audit is clean.
+//! Crash safety of money (D6.2, D16.8, D16.13): `tessera serve` as a real process, SIGKILLed
+//! after a webhook was handed off (stored and answered 200) and before it was reconciled, or
+//! after the payout worker's transfer call and before its result was recorded. After a restart
+//! the charge is fulfilled exactly once, the withdrawal paid exactly once, and the money audit
+//! is clean.
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -36,9 +38,15 @@ impl Server {
 
     /// Starts `tessera serve` on `addr`, with or without its workers, and waits until it listens.
     fn start(&self, addr: &str, workers: bool) -> Child {
+        self.start_with(addr, workers, &[])
+    }
+
+    /// `start` with extra environment.
+    fn start_with(&self, addr: &str, workers: bool, env: &[(&str, &str)]) -> Child {
         let mut child = self
             .cmd()
             .args(["serve", "--listen", addr])
+            .envs(env.iter().copied())
             .env("TESSERA_LOG_FORMAT", "json")
             .env("RUST_LOG", "info")
             .env("TESSERA_PROVIDER_A_BASE_URL", &self.provider_url)
@@ -213,7 +221,173 @@ async fn the_money_audit_fails_on_a_ledger_that_does_not_add_up(b: Backend) {
     assert!(checks.contains(&"no_entry_without_confirmed_charge"), "{report}");
 }
 
+async fn a_sigkill_between_the_transfer_call_and_its_result_pays_withdrawals_once(b: Backend) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = match &b {
+        Backend::Sqlite => None,
+        Backend::Postgres(_) => Some(crate::helpers::postgres_schema_url(&b).await),
+    };
+    let sandbox = Sandbox::start(SandboxOptions {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        smtp_listen: None,
+        notify_url: None,
+    })
+    .await
+    .expect("sandbox");
+    let server = Server { dir: dir.path().to_path_buf(), db, provider_url: sandbox.provider_url("provider_a") };
+    // A killed worker's claim is redone after its lease: 1 s here instead of 30.
+    let config = dir.path().join("fast-lease.toml");
+    std::fs::write(&config, "[workers]\nlease_seconds = 1\n").expect("config");
+    let config = config.to_string_lossy().to_string();
+    let env = [("TESSERA_CONFIG", config.as_str()), ("TESSERA_PAYMENT_VERIFY_INTERVAL_SECONDS", "0.05")];
+    server.admin(&["account", "create", "--slug", "payout", "--name", "Payout Crash"]);
+    let key = server.admin(&[
+        "key",
+        "create",
+        "--account",
+        "payout",
+        "--kind",
+        "private",
+        "--scopes",
+        "campaigns:write,tickets:write,payments:write,withdrawals:write",
+        "--capability",
+        "withdrawals",
+    ]);
+    let addr = free_addr();
+    let base = format!("http://{addr}");
+    sandbox.set_notify_url(base.clone());
+    let client = Client::new(&base, key["keyId"].as_str().expect("keyId"), key["secret"].as_str().expect("secret"))
+        .expect("client");
+
+    // First life, no workers: money comes in (confirmed through payments/verify) and a
+    // withdrawal is created with its hold and payout job.
+    let mut first = server.start_with(&addr, false, &env);
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).expect("rfc3339");
+    let (s, c) = call(
+        &client,
+        Method::POST,
+        "/api/white-label/v1/campaigns",
+        Some(json!({"title": "Payout Night", "description": "A payout must survive a kill -9.", "campaign_type": "ticketing",
+            "status": "approved", "start_date": fmt(now - time::Duration::days(1)), "end_date": fmt(now + time::Duration::days(9))})),
+    )
+    .await;
+    assert_eq!(s, 201, "{c}");
+    let campaign = c["data"]["id"].as_str().expect("id").to_string();
+    let (s, t) = call(
+        &client,
+        Method::POST,
+        "/api/white-label/v1/ticket-types",
+        Some(json!({"campaignId": campaign, "name": "Floor", "price": 30, "quantity_available": 10})),
+    )
+    .await;
+    assert_eq!(s, 201, "{t}");
+    let ticket = t["data"]["id"].as_str().expect("id").to_string();
+    let (s, init) = call(
+        &client,
+        Method::POST,
+        "/api/white-label/v1/payments/initialize",
+        Some(json!({"campaign_id": campaign, "ticket_id": ticket, "email": "payout@example.com", "quantity": 3})),
+    )
+    .await;
+    assert_eq!(s, 200, "{init}");
+    let reference = init["data"]["reference"].as_str().expect("reference").to_string();
+    let r = reqwest::Client::new()
+        .post(format!("{}/sandbox/charges/{reference}/succeed", sandbox.base_url()))
+        .json(&json!({"deliver": false}))
+        .send()
+        .await
+        .expect("sandbox");
+    assert_eq!(r.status().as_u16(), 200);
+    let (s, paid) =
+        call(&client, Method::POST, "/api/white-label/v1/payments/verify", Some(json!({"reference": reference}))).await;
+    assert_eq!((s, paid["data"]["status"].as_str()), (200, Some("success")), "{paid}");
+    let mut h = reqwest::header::HeaderMap::new();
+    h.insert("x-idempotency-key", reqwest::header::HeaderValue::from_static("crash-payout-1"));
+    let body = json!({"amount": 50, "bank_name": "GCB Bank", "bank_code": "GCB", "account_number": "1234567890",
+        "account_name": "Kofi Boateng"});
+    let r = client
+        .send_raw(Method::POST, "/api/white-label/v1/withdrawals", serde_json::to_vec(&body).expect("json"), Some(h))
+        .await
+        .expect("send");
+    assert_eq!(r.status, 201, "{}", r.json());
+    let id = r.json()["data"]["id"].as_str().expect("id").to_string();
+    first.kill().expect("SIGKILL");
+    first.wait().expect("reaped");
+
+    // Second life, with workers: killed the moment the sandbox holds the transfer, before (or
+    // at best just as) the server records what the provider answered.
+    let mut second = server.start_with(&addr, true, &env);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sandbox.transfer(&id).is_none() {
+        assert!(Instant::now() < deadline, "the payout worker never created the transfer");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    second.kill().expect("SIGKILL");
+    second.wait().expect("reaped");
+    let audit = server.cmd().args(["admin", "ledger", "check", "--json"]).output().expect("ledger check");
+    assert!(
+        audit.status.success(),
+        "held, nothing else, and nothing wrong: {}",
+        String::from_utf8_lossy(&audit.stdout)
+    );
+
+    // The provider pays it while the server is down (no webhook reaches anyone).
+    let r = reqwest::Client::new()
+        .post(format!("{}/sandbox/transfers/{id}/succeed", sandbox.base_url()))
+        .json(&json!({"deliver": false}))
+        .send()
+        .await
+        .expect("sandbox");
+    assert_eq!(r.status().as_u16(), 200);
+
+    // Third life: the worker adopts the one transfer (never creates another) and follows it to
+    // the sandbox's state.
+    let mut third = server.start_with(&addr, true, &env);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let (s, w) = call(&client, Method::GET, &format!("/api/white-label/v1/withdrawals/{id}"), None).await;
+        assert_eq!(s, 200, "{w}");
+        if w["data"]["status"] == "completed" {
+            break w["data"].clone();
+        }
+        assert!(Instant::now() < deadline, "not completed after restart: {w}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done["amount"], json!(50));
+    let transfer = sandbox.transfer(&id).expect("the one transfer");
+    assert_eq!((transfer["amount"].as_i64(), transfer["status"].as_str()), (Some(5000), Some("success")));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, ledger) = call(&client, Method::GET, "/api/white-label/v1/ledger", None).await;
+    let mut kinds: Vec<(String, f64)> = ledger["data"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["reference"] == id.as_str())
+        .map(|e| (e["kind"].as_str().unwrap_or_default().to_string(), e["amount"].as_f64().unwrap_or_default()))
+        .collect();
+    kinds.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        kinds,
+        vec![
+            ("withdrawal_debit".to_string(), -50.0),
+            ("withdrawal_hold".to_string(), -50.0),
+            ("withdrawal_release".to_string(), 50.0)
+        ],
+        "{ledger}"
+    );
+    let (_, balance) = call(&client, Method::GET, "/api/white-label/v1/balance", None).await;
+    assert_eq!(balance["data"]["available"], json!(40), "{balance}");
+    third.kill().expect("stop");
+    third.wait().expect("reaped");
+    let audit = server.cmd().args(["admin", "ledger", "check", "--json"]).output().expect("ledger check");
+    let report: Value = serde_json::from_slice(&audit.stdout).unwrap_or(Value::Null);
+    assert!(audit.status.success(), "{report}");
+    assert_eq!(report["ok"], true, "{report}");
+}
+
 on_both!(
+    a_sigkill_between_the_transfer_call_and_its_result_pays_withdrawals_once,
     a_sigkill_between_hand_off_and_reconciliation_loses_nothing_and_pays_once,
     the_money_audit_fails_on_a_ledger_that_does_not_add_up,
 );

@@ -21,3 +21,4 @@ mod storefront;
 mod submissions;
 mod ticket_types;
 mod webhooks;
+mod withdrawals;

@@ -10,6 +10,7 @@ pub mod storefront;
 pub mod submissions;
 pub mod ticket_types;
 pub mod tickets;
+pub mod withdrawals;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};

@@ -1,0 +1,325 @@
+//! Withdrawal routes (spec "POST /withdrawals", "Withdrawal"; D9.1, D14, D16.12): creation under
+//! an idempotency key with the balance hold, and the reads.
+//!
+//! Idempotency (D9.1, D16.12, Stripe's model): the key is claimed in the transaction that
+//! creates the withdrawal and stores its 201, so only a created withdrawal binds a key. A 400
+//! (invalid body) or a 409 `insufficient_balance` binds nothing: the client may correct the
+//! body, or retry once money arrived, under the same key. A later request with the key and the
+//! same JSON value gets the stored 201 again with `idempotent-replayed: true` and
+//! `original-request`; another body → 409 `idempotency_key_reused`.
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::{optional, pagination, reject_if_any, PageParams};
+use crate::domain::money::{from_ghs, to_ghs};
+use crate::domain::payments::CURRENCY;
+use crate::domain::scopes::CAPABILITY_WITHDRAWALS;
+use crate::domain::time::{now_ms, rfc3339};
+use crate::domain::withdrawals::{
+    needs_approval, parse_idempotency_key, parse_request, request_hash, WithdrawalStatus, IDEMPOTENCY_HEADER,
+};
+use crate::domain::{is_uuid, new_id};
+use crate::http::envelope::{request_id, ApiResponse, Envelope, ListEnvelope};
+use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
+use crate::http::extract::{parse_json_value, scope, ApiJson, ApiQuery, Signed};
+use crate::payments::{payments_settings, payout_route};
+use crate::state::AppState;
+use crate::store::withdrawals::{Created, KeyState, NewWithdrawal, StoredResponse, Withdrawal};
+
+/// Body of `POST /withdrawals` (spec "Withdrawal").
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct WithdrawalIn {
+    /// GHS, > 0, at most 2 decimals; at most the available balance.
+    #[schema(value_type = f64, minimum = 0.01, multiple_of = 0.01)]
+    pub amount: Option<Value>,
+    /// The bank's or mobile-money channel's name (1–100 characters).
+    pub bank_name: Option<String>,
+    /// The bank or channel code, 2–32 of `[A-Za-z0-9_-]` (e.g. `GCB`, `MTN`).
+    pub bank_code: Option<String>,
+    /// The recipient's account or mobile-money number (5–34 letters and digits).
+    pub account_number: Option<String>,
+    /// The recipient's account name (2–100 characters).
+    pub account_name: Option<String>,
+}
+
+/// A withdrawal (D16.12).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WithdrawalOut {
+    pub id: String,
+    /// `awaiting_approval`, `pending`, `processing`, `completed`, `failed`, `cancelled`.
+    pub status: String,
+    /// GHS.
+    #[schema(value_type = f64)]
+    pub amount: Value,
+    #[serde(rename = "bank_name")]
+    pub bank_name: String,
+    #[serde(rename = "bank_code")]
+    pub bank_code: String,
+    #[serde(rename = "account_number")]
+    pub account_number: String,
+    #[serde(rename = "account_name")]
+    pub account_name: String,
+    /// Why the transfer failed or the withdrawal was cancelled (null otherwise).
+    pub failure_reason: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<Withdrawal> for WithdrawalOut {
+    fn from(w: Withdrawal) -> Self {
+        WithdrawalOut {
+            id: w.id,
+            status: w.status,
+            amount: to_ghs(w.amount),
+            bank_name: w.bank_name,
+            bank_code: w.bank_code,
+            account_number: w.account_number,
+            account_name: w.account_name,
+            failure_reason: w.failure_reason,
+            created_at: rfc3339(w.created_at),
+            updated_at: rfc3339(w.updated_at),
+        }
+    }
+}
+
+fn key_reused(in_flight: bool) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "idempotency_key_reused",
+        if in_flight {
+            "a request with this idempotency key is still running; retry it later"
+        } else {
+            "this idempotency key was used with another body"
+        },
+    )
+}
+
+/// The first answer again, with its own requestId and the replay headers (D16.12).
+fn replay(stored: StoredResponse) -> Response {
+    let mut resp = ApiResponse::created(stored.data).into_response();
+    if let Ok(status) = StatusCode::from_u16(stored.status) {
+        *resp.status_mut() = status;
+    }
+    let h = resp.headers_mut();
+    h.insert(HeaderName::from_static("idempotent-replayed"), HeaderValue::from_static("true"));
+    if let Ok(v) = HeaderValue::from_str(&stored.original_request_id) {
+        h.insert(HeaderName::from_static("original-request"), v);
+    }
+    resp
+}
+
+fn answer(state: KeyState) -> Result<Response, ApiError> {
+    match state {
+        KeyState::Replay(stored) => Ok(replay(stored)),
+        KeyState::Reused { in_flight } => Err(key_reused(in_flight)),
+        // The claim lost and the winner's row is gone again (expired meanwhile): retry.
+        KeyState::Free => Err(key_reused(true)),
+    }
+}
+
+/// The account's approval threshold (`operations.withdrawalApprovalAbove`, GHS), in pesewas.
+async fn approval_threshold(state: &AppState, account_id: &str) -> Result<Option<i64>, ApiError> {
+    let settings = state.store.settings(account_id).await?;
+    Ok(settings
+        .iter()
+        .find(|(c, _)| c == "operations")
+        .and_then(|(_, config)| config.get("withdrawalApprovalAbove"))
+        .filter(|v| !v.is_null())
+        .and_then(|v| from_ghs("withdrawalApprovalAbove", v).ok()))
+}
+
+/// POST /api/white-label/v1/withdrawals — Signed, secret key only — withdrawals:write plus the
+/// withdrawals capability
+#[utoipa::path(
+    post, path = "/api/white-label/v1/withdrawals", tag = "withdrawals", operation_id = "withdrawals_create",
+    security(("signed" = [])),
+    params(("X-Idempotency-Key" = String, Header, description = "Required. 1–255 printable ASCII characters, scoped to the account \
+        and kept 24 h. The same key with the same JSON body replays the first 201; with another body → 409 `idempotency_key_reused`.")),
+    request_body(content = WithdrawalIn, example = json!({"amount": 150.5, "bank_name": "MTN Mobile Money", "bank_code": "MTN",
+        "account_number": "0241234567", "account_name": "Ama Mensah"})),
+    responses(
+        (status = 201, description = "Created: `pending` (paid out by the payout worker) or `awaiting_approval` above \
+            `operations.withdrawalApprovalAbove`; the amount is held at once. A replay carries the first answer's data.",
+            body = Envelope<WithdrawalOut>,
+            headers(
+                ("idempotent-replayed" = String, description = "`true` when this is the stored first answer, replayed"),
+                ("original-request" = String, description = "On a replay: the requestId of the request that created it"),
+            )),
+        (status = 400, description = "Missing `X-Idempotency-Key` (`idempotency_key_required`), a malformed key, or an invalid body \
+            (`validation_failed`, `malformed_json`); nothing is held and the key stays free", body = ErrorEnvelope),
+        (status = 401, description = "Missing or wrong signature, stale timestamp, replayed nonce, unknown key", body = ErrorEnvelope),
+        (status = 403, description = "The key lacks withdrawals:write or the withdrawals capability (`insufficient_scope`), \
+            or the account is not enabled (`account_inactive`)", body = ErrorEnvelope),
+        (status = 409, description = "The amount exceeds the available balance (`insufficient_balance`; nothing held, the key stays \
+            free), or the key was used with another body or its first request is still running (`idempotency_key_reused`)",
+            body = ErrorEnvelope),
+        (status = 413, description = "Body over 1 MiB", body = ErrorEnvelope),
+        (status = 429, description = "Rate limited", body = ErrorEnvelope),
+        (status = 502, description = "No payout provider is configured for the account (`provider_unavailable`); nothing held",
+            body = ErrorEnvelope),
+    )
+)]
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Signed<scope::WithdrawalsWrite>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Response, ApiError> {
+    if !caller.has_capability(CAPABILITY_WITHDRAWALS) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "insufficient_scope",
+            "the key lacks the withdrawals capability (a secret key with it is required)",
+        )
+        .with_detail("capability", "requires withdrawals"));
+    }
+    let Some(raw_key) = headers.get(IDEMPOTENCY_HEADER) else {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "idempotency_key_required",
+            "the X-Idempotency-Key header is required",
+        )
+        .with_detail("X-Idempotency-Key", "required"));
+    };
+    let key = raw_key
+        .to_str()
+        .ok()
+        .and_then(|k| parse_idempotency_key(k).ok())
+        .ok_or_else(|| ApiError::field("X-Idempotency-Key", "must be 1 to 255 printable ASCII characters"))?;
+    let account = caller.account_id.as_str();
+    let hash = request_hash(&body);
+    match state.store.idempotency_key_state(account, &key, &hash, now_ms()).await? {
+        KeyState::Free => {}
+        known => return answer(known),
+    }
+    parse_json_value::<WithdrawalIn>(body.clone())?;
+    let req = parse_request(&body)?;
+    let settings = payments_settings(&state, account).await?;
+    let Some(route) = payout_route(&state, account, &settings) else {
+        return Err(ApiError::provider_unavailable(
+            "no payout provider is configured for this account; nothing was held",
+        ));
+    };
+    let threshold = approval_threshold(&state, account).await?;
+    let status = if needs_approval(req.amount, threshold) {
+        WithdrawalStatus::AwaitingApproval
+    } else {
+        WithdrawalStatus::Pending
+    };
+    let now = now_ms();
+    let id = new_id();
+    let out = WithdrawalOut {
+        id: id.clone(),
+        status: status.as_str().into(),
+        amount: to_ghs(req.amount),
+        bank_name: req.bank_name.clone(),
+        bank_code: req.bank_code.clone(),
+        account_number: req.account_number.clone(),
+        account_name: req.account_name.clone(),
+        failure_reason: None,
+        created_at: rfc3339(now),
+        updated_at: rfc3339(now),
+    };
+    let data = serde_json::to_value(&out).map_err(ApiError::internal)?;
+    let reason = format!(
+        "withdrawal of {} GHS is above the approval threshold of {} GHS",
+        to_ghs(req.amount),
+        to_ghs(threshold.unwrap_or(0))
+    );
+    let rid = request_id();
+    let created = state
+        .store
+        .create_withdrawal(&NewWithdrawal {
+            id: &id,
+            account_id: account,
+            status,
+            amount: req.amount,
+            currency: CURRENCY,
+            bank_name: &req.bank_name,
+            bank_code: &req.bank_code,
+            account_number: &req.account_number,
+            account_name: &req.account_name,
+            provider: route.provider.as_str(),
+            idempotency_key: &key,
+            request_hash: &hash,
+            request_id: &rid,
+            key_id: Some(caller.key_id.as_str()),
+            response: &data,
+            approval_reason: &reason,
+            now,
+        })
+        .await?;
+    match created {
+        Created::Created => Ok(ApiResponse::created(data).into_response()),
+        Created::Key(state) => answer(state),
+    }
+}
+
+/// GET /api/white-label/v1/withdrawals/{id} — Signed — withdrawals:write
+#[utoipa::path(
+    get, path = "/api/white-label/v1/withdrawals/{id}", tag = "withdrawals", operation_id = "withdrawals_show",
+    security(("signed" = [])),
+    params(("id" = String, Path, description = "The withdrawal id")),
+    responses(
+        (status = 200, body = Envelope<WithdrawalOut>),
+        (status = 401, description = "Missing or wrong signature", body = ErrorEnvelope),
+        (status = 403, description = "The key lacks withdrawals:write, or the account is not enabled", body = ErrorEnvelope),
+        (status = 404, description = "No such withdrawal in this account", body = ErrorEnvelope),
+        (status = 429, description = "Rate limited", body = ErrorEnvelope),
+    )
+)]
+pub async fn show(
+    State(state): State<AppState>,
+    caller: Signed<scope::WithdrawalsWrite>,
+    Path(id): Path<String>,
+) -> ApiResult<WithdrawalOut> {
+    if !is_uuid(&id) {
+        return Err(ApiError::not_found("withdrawal"));
+    }
+    Ok(ApiResponse::ok(state.store.withdrawal(&caller.account_id, &id).await?.into()))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// `awaiting_approval`, `pending`, `processing`, `completed`, `failed` or `cancelled`.
+    pub status: Option<String>,
+    /// Page number, from 1 (default 1).
+    pub page: Option<String>,
+    /// Items per page, 1–100 (default 20).
+    pub limit: Option<String>,
+}
+
+/// GET /api/white-label/v1/withdrawals — Signed — withdrawals:write
+#[utoipa::path(
+    get, path = "/api/white-label/v1/withdrawals", tag = "withdrawals", operation_id = "withdrawals_list",
+    security(("signed" = [])),
+    params(ListParams),
+    responses(
+        (status = 200, description = "The account's withdrawals, newest first", body = ListEnvelope<WithdrawalOut>),
+        (status = 400, description = "Unknown parameter or bad value", body = ErrorEnvelope),
+        (status = 401, description = "Missing or wrong signature", body = ErrorEnvelope),
+        (status = 403, description = "The key lacks withdrawals:write, or the account is not enabled", body = ErrorEnvelope),
+        (status = 429, description = "Rate limited", body = ErrorEnvelope),
+    )
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Signed<scope::WithdrawalsWrite>,
+    ApiQuery(q): ApiQuery<ListParams>,
+) -> ApiResult<Vec<WithdrawalOut>> {
+    let mut details = Vec::new();
+    let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
+    let status = optional(&mut details, q.status.as_deref(), |s| WithdrawalStatus::parse("status", s))?;
+    reject_if_any(details)?;
+    let (items, total) = state.store.list_withdrawals(&caller.account_id, status, (page, limit)).await?;
+    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), pagination(page, limit, total)))
+}

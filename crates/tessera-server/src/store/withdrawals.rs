@@ -1,0 +1,638 @@
+//! Withdrawals, their idempotency keys and approval requests (D9.1, D14, D16.2, D16.12–13,
+//! D16.19). Every move is one transaction guarded in SQL, so it happens once under any
+//! concurrency or crash:
+//! - creation claims the idempotency key (`INSERT … ON CONFLICT DO NOTHING`), checks the
+//!   available balance, and writes the withdrawal, its `withdrawal_hold` entry, its payout job
+//!   (or its approval request) and the answer to replay, all in one transaction. On PostgreSQL
+//!   the account row is locked first (`FOR UPDATE`) so concurrent withdrawals of one account
+//!   see each other's holds; on SQLite the one writer connection already serializes them;
+//! - an end (`completed`, `failed`, `cancelled`) moves the status from an open state only, and
+//!   writes the `withdrawal_release` (and `withdrawal_debit`) entries with it; the ledger's
+//!   unique (kind, reference) refuses a second one whatever happens above.
+use serde_json::{json, Value};
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::audit::{self, Audit};
+use super::jobs::{self, queue};
+use super::ledger::kind;
+use super::payments::ledger_entry;
+use super::query::{Arg, Filter};
+use super::{Backend, Store, StoreError, StoreResult};
+use crate::domain::new_id;
+use crate::domain::withdrawals::{WithdrawalStatus, IDEMPOTENCY_TTL_MS};
+
+/// A stored withdrawal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Withdrawal {
+    pub id: String,
+    pub account_id: String,
+    pub status: String,
+    /// Pesewas.
+    pub amount: i64,
+    pub currency: String,
+    pub bank_name: String,
+    pub bank_code: String,
+    pub account_number: String,
+    pub account_name: String,
+    pub provider: String,
+    pub failure_reason: Option<String>,
+    pub idempotency_key: String,
+    pub transfer_created: bool,
+    pub provider_down_since: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Withdrawal {
+    /// Waiting for the provider (a payout job exists or will be claimed).
+    pub fn is_payable(&self) -> bool {
+        self.status == WithdrawalStatus::Pending.as_str() || self.status == WithdrawalStatus::Processing.as_str()
+    }
+}
+
+const COLUMNS: &str = "id, account_id, status, amount, currency, bank_name, bank_code, account_number, account_name, \
+    provider, failure_reason, idempotency_key, transfer_created, provider_down_since, created_at, updated_at";
+
+fn from_row(r: &AnyRow) -> StoreResult<Withdrawal> {
+    Ok(Withdrawal {
+        id: r.try_get("id")?,
+        account_id: r.try_get("account_id")?,
+        status: r.try_get("status")?,
+        amount: r.try_get("amount")?,
+        currency: r.try_get("currency")?,
+        bank_name: r.try_get("bank_name")?,
+        bank_code: r.try_get("bank_code")?,
+        account_number: r.try_get("account_number")?,
+        account_name: r.try_get("account_name")?,
+        provider: r.try_get("provider")?,
+        failure_reason: r.try_get("failure_reason")?,
+        idempotency_key: r.try_get("idempotency_key")?,
+        transfer_created: r.try_get::<i64, _>("transfer_created")? != 0,
+        provider_down_since: r.try_get("provider_down_since")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+/// A withdrawal to create, with the answer its idempotency key will replay.
+#[derive(Debug, Clone)]
+pub struct NewWithdrawal<'a> {
+    pub id: &'a str,
+    pub account_id: &'a str,
+    /// `pending`, or `awaiting_approval` above the account's threshold.
+    pub status: WithdrawalStatus,
+    pub amount: i64,
+    pub currency: &'a str,
+    pub bank_name: &'a str,
+    pub bank_code: &'a str,
+    pub account_number: &'a str,
+    pub account_name: &'a str,
+    pub provider: &'a str,
+    pub idempotency_key: &'a str,
+    pub request_hash: &'a str,
+    pub request_id: &'a str,
+    /// The key that asked (audit).
+    pub key_id: Option<&'a str>,
+    /// The `data` of the 201, stored for replays.
+    pub response: &'a Value,
+    /// The approval request's reason (awaiting_approval only).
+    pub approval_reason: &'a str,
+    pub now: i64,
+}
+
+/// A stored first answer (D9.1, D16.12).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredResponse {
+    pub status: u16,
+    pub data: Value,
+    pub original_request_id: String,
+}
+
+/// What a key already holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyState {
+    /// Nothing live: the request runs.
+    Free,
+    /// Same body, finished: replay this.
+    Replay(StoredResponse),
+    /// Another body, or the first request is still running: 409 `idempotency_key_reused`.
+    Reused { in_flight: bool },
+}
+
+/// What creating a withdrawal did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Created {
+    Created,
+    /// A concurrent request with the key won; this is how the key stands now.
+    Key(KeyState),
+}
+
+/// An approval request (D16.19).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    pub id: String,
+    pub account_id: String,
+    pub account_slug: String,
+    pub entity_type: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub request_payload: Value,
+    pub requested_by: Option<String>,
+    pub decided_by: Option<String>,
+    pub note: Option<String>,
+    pub created_at: i64,
+    pub decided_at: Option<i64>,
+}
+
+const APPROVAL_COLUMNS: &str = "r.id, r.account_id, a.slug AS account_slug, r.entity_type, r.status, r.reason, \
+    r.request_payload, r.requested_by, r.decided_by, r.note, r.created_at, r.decided_at";
+
+fn approval_from_row(r: &AnyRow) -> StoreResult<ApprovalRequest> {
+    let payload: String = r.try_get("request_payload")?;
+    Ok(ApprovalRequest {
+        id: r.try_get("id")?,
+        account_id: r.try_get("account_id")?,
+        account_slug: r.try_get("account_slug")?,
+        entity_type: r.try_get("entity_type")?,
+        status: r.try_get("status")?,
+        reason: r.try_get("reason")?,
+        request_payload: serde_json::from_str(&payload)
+            .map_err(|_| StoreError::Corrupt("approval request payload".into()))?,
+        requested_by: r.try_get("requested_by")?,
+        decided_by: r.try_get("decided_by")?,
+        note: r.try_get("note")?,
+        created_at: r.try_get("created_at")?,
+        decided_at: r.try_get("decided_at")?,
+    })
+}
+
+/// A decision on an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Approved,
+    Rejected,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approved => "approved",
+            Decision::Rejected => "rejected",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Decision> {
+        match s {
+            "approved" => Some(Decision::Approved),
+            "rejected" => Some(Decision::Rejected),
+            _ => None,
+        }
+    }
+}
+
+/// Who decides, for the record.
+#[derive(Debug, Clone)]
+pub struct Decider<'a> {
+    /// `decided_by`: a member id, or `operator` for the CLI.
+    pub decided_by: &'a str,
+    pub key_id: Option<&'a str>,
+    pub request_id: Option<String>,
+}
+
+async fn key_state(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+    key: &str,
+    hash: &str,
+    now: i64,
+) -> StoreResult<KeyState> {
+    let Some(row) = sqlx::query(
+        "SELECT request_hash, status, response_status, response_body, original_request_id FROM idempotency_keys \
+         WHERE account_id = $1 AND idem_key = $2 AND expires_at > $3",
+    )
+    .bind(account_id)
+    .bind(key)
+    .bind(now)
+    .fetch_optional(conn)
+    .await?
+    else {
+        return Ok(KeyState::Free);
+    };
+    let stored_hash: String = row.try_get("request_hash")?;
+    let status: String = row.try_get("status")?;
+    if stored_hash != hash {
+        return Ok(KeyState::Reused { in_flight: false });
+    }
+    if status != "done" {
+        return Ok(KeyState::Reused { in_flight: true });
+    }
+    let body: Option<String> = row.try_get("response_body")?;
+    let data = body
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|_| StoreError::Corrupt("idempotent response".into()))?
+        .unwrap_or(Value::Null);
+    Ok(KeyState::Replay(StoredResponse {
+        status: u16::try_from(row.try_get::<Option<i64>, _>("response_status")?.unwrap_or(201)).unwrap_or(201),
+        data,
+        original_request_id: row.try_get("original_request_id")?,
+    }))
+}
+
+/// The end of an open withdrawal, in the caller's transaction: the status move (from an open
+/// state only), the release, and the debit when it completed. Returns whether it moved.
+async fn end(
+    conn: &mut sqlx::AnyConnection,
+    id: &str,
+    from: &[WithdrawalStatus],
+    to: WithdrawalStatus,
+    reason: Option<&str>,
+    now: i64,
+) -> StoreResult<bool> {
+    let Some(row) = sqlx::query("SELECT account_id, amount, status FROM withdrawals WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?
+    else {
+        return Ok(false);
+    };
+    let status: String = row.try_get("status")?;
+    if !from.iter().any(|s| s.as_str() == status) {
+        return Ok(false);
+    }
+    let moved = sqlx::query(
+        "UPDATE withdrawals SET status = $1, failure_reason = $2, updated_at = $3 WHERE id = $4 AND status = $5",
+    )
+    .bind(to.as_str())
+    .bind(reason)
+    .bind(now)
+    .bind(id)
+    .bind(&status)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    if moved != 1 {
+        return Ok(false);
+    }
+    let account_id: String = row.try_get("account_id")?;
+    let amount: i64 = row.try_get("amount")?;
+    ledger_entry(&mut *conn, &account_id, kind::WITHDRAWAL_RELEASE, amount, id, now, now).await?;
+    if to == WithdrawalStatus::Completed {
+        ledger_entry(&mut *conn, &account_id, kind::WITHDRAWAL_DEBIT, -amount, id, now, now).await?;
+    }
+    jobs::finish(conn, queue::PAYOUT, id).await?;
+    Ok(true)
+}
+
+const OPEN: [WithdrawalStatus; 2] = [WithdrawalStatus::Pending, WithdrawalStatus::Processing];
+
+impl Store {
+    /// How an idempotency key of the account stands for a body with `hash` (a read before the
+    /// request is validated, so a reused key is named before anything else).
+    pub async fn idempotency_key_state(
+        &self,
+        account_id: &str,
+        key: &str,
+        hash: &str,
+        now: i64,
+    ) -> StoreResult<KeyState> {
+        let mut conn = self.reader().acquire().await?;
+        key_state(&mut conn, account_id, key, hash, now).await
+    }
+
+    /// Creates a withdrawal under its idempotency key (see the module docs). An available
+    /// balance below the amount → `InsufficientBalance`, nothing written (the key stays free).
+    pub async fn create_withdrawal(&self, w: &NewWithdrawal<'_>) -> StoreResult<Created> {
+        let mut tx = self.writer().begin().await?;
+        if self.backend() == Backend::Postgres {
+            // The one dialect branch: serialize an account's withdrawals so that each sees the
+            // holds of those before it (SQLite's single writer does this by construction).
+            sqlx::query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE")
+                .bind(w.account_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query("DELETE FROM idempotency_keys WHERE account_id = $1 AND idem_key = $2 AND expires_at <= $3")
+            .bind(w.account_id)
+            .bind(w.idempotency_key)
+            .bind(w.now)
+            .execute(&mut *tx)
+            .await?;
+        let claimed = sqlx::query(
+            "INSERT INTO idempotency_keys (account_id, idem_key, request_hash, status, original_request_id, created_at, \
+             expires_at) VALUES ($1, $2, $3, 'in_flight', $4, $5, $6) ON CONFLICT (account_id, idem_key) DO NOTHING",
+        )
+        .bind(w.account_id)
+        .bind(w.idempotency_key)
+        .bind(w.request_hash)
+        .bind(w.request_id)
+        .bind(w.now)
+        .bind(w.now + IDEMPOTENCY_TTL_MS)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if claimed != 1 {
+            let state = key_state(&mut tx, w.account_id, w.idempotency_key, w.request_hash, w.now).await?;
+            tx.rollback().await?;
+            return Ok(Created::Key(state));
+        }
+        let available: i64 = sqlx::query(
+            "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS available FROM ledger_entries \
+             WHERE account_id = $1 AND settles_at <= $2",
+        )
+        .bind(w.account_id)
+        .bind(w.now)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("available")?;
+        if available < w.amount {
+            tx.rollback().await?;
+            return Err(StoreError::InsufficientBalance(format!(
+                "the available balance ({}) does not cover {}",
+                crate::domain::money::to_ghs(available.max(0)),
+                crate::domain::money::to_ghs(w.amount)
+            )));
+        }
+        sqlx::query(
+            "INSERT INTO withdrawals (id, account_id, status, amount, currency, bank_name, bank_code, account_number, \
+             account_name, provider, idempotency_key, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)",
+        )
+        .bind(w.id)
+        .bind(w.account_id)
+        .bind(w.status.as_str())
+        .bind(w.amount)
+        .bind(w.currency)
+        .bind(w.bank_name)
+        .bind(w.bank_code)
+        .bind(w.account_number)
+        .bind(w.account_name)
+        .bind(w.provider)
+        .bind(w.idempotency_key)
+        .bind(w.now)
+        .execute(&mut *tx)
+        .await?;
+        ledger_entry(&mut tx, w.account_id, kind::WITHDRAWAL_HOLD, -w.amount, w.id, w.now, w.now).await?;
+        if w.status == WithdrawalStatus::AwaitingApproval {
+            sqlx::query(
+                "INSERT INTO approval_requests (id, account_id, entity_type, status, reason, request_payload, \
+                 requested_by, created_at) VALUES ($1, $2, 'withdrawal', 'pending', $3, $4, NULL, $5)",
+            )
+            .bind(new_id())
+            .bind(w.account_id)
+            .bind(w.approval_reason)
+            .bind(json!({ "withdrawalId": w.id }).to_string())
+            .bind(w.now)
+            .execute(&mut *tx)
+            .await?;
+        } else {
+            jobs::enqueue(&mut tx, queue::PAYOUT, w.id, w.now, w.now).await?;
+        }
+        audit::record(
+            &mut tx,
+            w.account_id,
+            &Audit {
+                key_id: w.key_id,
+                request_id: Some(w.request_id.to_string()),
+                action: "withdrawal.create",
+                entity_type: "withdrawal",
+                entity_id: w.id,
+                summary: json!({"after": w.response}),
+            },
+        )
+        .await?;
+        sqlx::query(
+            "UPDATE idempotency_keys SET status = 'done', response_status = 201, response_body = $1 \
+             WHERE account_id = $2 AND idem_key = $3",
+        )
+        .bind(w.response.to_string())
+        .bind(w.account_id)
+        .bind(w.idempotency_key)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Created::Created)
+    }
+
+    /// The account's withdrawal (another account's looks like none: 404).
+    pub async fn withdrawal(&self, account_id: &str, id: &str) -> StoreResult<Withdrawal> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM withdrawals WHERE account_id = $1 AND id = $2"))
+            .bind(account_id)
+            .bind(id)
+            .fetch_optional(self.reader())
+            .await?
+            .ok_or(StoreError::NotFound("withdrawal"))?;
+        from_row(&row)
+    }
+
+    /// A withdrawal by id alone, for the payout worker and provider callbacks (no tenant yet).
+    pub async fn withdrawal_by_id(&self, id: &str) -> StoreResult<Option<Withdrawal>> {
+        sqlx::query(&format!("SELECT {COLUMNS} FROM withdrawals WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(self.reader())
+            .await?
+            .as_ref()
+            .map(from_row)
+            .transpose()
+    }
+
+    /// One page of the account's withdrawals, newest first, with the total.
+    pub async fn list_withdrawals(
+        &self,
+        account_id: &str,
+        status: Option<WithdrawalStatus>,
+        page: (u32, u32),
+    ) -> StoreResult<(Vec<Withdrawal>, u64)> {
+        let mut f = Filter::new();
+        f.and("account_id = ?", Arg::Text(account_id.into()));
+        if let Some(s) = status {
+            f.and("status = ?", Arg::Text(s.as_str().into()));
+        }
+        self.page(COLUMNS, "FROM withdrawals", "created_at DESC, id DESC", &f, page, from_row).await
+    }
+
+    /// The provider holds the transfer: `pending → processing`, once. Returns whether it moved.
+    pub async fn mark_processing(&self, id: &str, now: i64) -> StoreResult<bool> {
+        Ok(sqlx::query(
+            "UPDATE withdrawals SET status = 'processing', transfer_created = 1, provider_down_since = NULL, \
+             updated_at = $1 WHERE id = $2 AND status = 'pending'",
+        )
+        .bind(now)
+        .bind(id)
+        .execute(self.writer())
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// The provider confirmed the transfer: completed, released and debited, once (D16.2).
+    pub async fn complete_withdrawal(&self, id: &str, now: i64) -> StoreResult<bool> {
+        let mut tx = self.writer().begin().await?;
+        let moved = end(&mut tx, id, &OPEN, WithdrawalStatus::Completed, None, now).await?;
+        tx.commit().await?;
+        Ok(moved)
+    }
+
+    /// The transfer failed (or its provider stayed down): failed and released, once.
+    pub async fn fail_withdrawal(&self, id: &str, reason: &str, now: i64) -> StoreResult<bool> {
+        let mut tx = self.writer().begin().await?;
+        let moved = end(&mut tx, id, &OPEN, WithdrawalStatus::Failed, Some(reason), now).await?;
+        tx.commit().await?;
+        Ok(moved)
+    }
+
+    /// A provider call went unanswered: records when the outage began (kept if already set) and
+    /// returns it.
+    pub async fn note_provider_down(&self, id: &str, now: i64) -> StoreResult<i64> {
+        let row = sqlx::query(
+            "UPDATE withdrawals SET provider_down_since = COALESCE(provider_down_since, $1) WHERE id = $2 \
+             RETURNING provider_down_since",
+        )
+        .bind(now)
+        .bind(id)
+        .fetch_optional(self.writer())
+        .await?;
+        Ok(match row {
+            Some(r) => r.try_get::<Option<i64>, _>("provider_down_since")?.unwrap_or(now),
+            None => now,
+        })
+    }
+
+    /// The provider answered: the outage clock stops.
+    pub async fn note_provider_up(&self, id: &str) -> StoreResult<()> {
+        sqlx::query(
+            "UPDATE withdrawals SET provider_down_since = NULL WHERE id = $1 AND provider_down_since IS NOT NULL",
+        )
+        .bind(id)
+        .execute(self.writer())
+        .await?;
+        Ok(())
+    }
+
+    /// Approval requests, oldest first: of one account or all, optionally of one status.
+    pub async fn list_approvals(
+        &self,
+        account_id: Option<&str>,
+        status: Option<&str>,
+    ) -> StoreResult<Vec<ApprovalRequest>> {
+        let mut f = Filter::new();
+        if let Some(a) = account_id {
+            f.and("r.account_id = ?", Arg::Text(a.into()));
+        }
+        if let Some(s) = status {
+            f.and("r.status = ?", Arg::Text(s.into()));
+        }
+        let sql = format!(
+            "SELECT {APPROVAL_COLUMNS} FROM approval_requests r JOIN accounts a ON a.id = r.account_id{} \
+             ORDER BY r.created_at, r.id",
+            f.where_sql()
+        );
+        let rows = f.bind(sqlx::query(&sql)).fetch_all(self.reader()).await?;
+        rows.iter().map(approval_from_row).collect()
+    }
+
+    /// One approval request; `account_id` scopes it when given (the portal), not for operators.
+    pub async fn approval(&self, account_id: Option<&str>, id: &str) -> StoreResult<ApprovalRequest> {
+        let row = sqlx::query(&format!(
+            "SELECT {APPROVAL_COLUMNS} FROM approval_requests r JOIN accounts a ON a.id = r.account_id WHERE r.id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(self.reader())
+        .await?
+        .filter(|r| account_id.is_none_or(|a| r.try_get::<String, _>("account_id").is_ok_and(|x| x == a)))
+        .ok_or(StoreError::NotFound("approval request"))?;
+        approval_from_row(&row)
+    }
+
+    /// Decides a pending approval request and applies its effect in the same transaction,
+    /// audited (D14.2, D16.19). A withdrawal request Tessera filed: approved → `pending` with its
+    /// payout job; rejected → `cancelled` with its hold released. A request already decided,
+    /// or an effect that cannot be applied → `Conflict`, and the request stays as it was.
+    /// `account_id` scopes the request when given (the portal); operators pass `None`.
+    pub async fn decide_approval(
+        &self,
+        account_id: Option<&str>,
+        id: &str,
+        decision: Decision,
+        note: Option<&str>,
+        by: &Decider<'_>,
+        now: i64,
+    ) -> StoreResult<ApprovalRequest> {
+        let request = self.approval(account_id, id).await?;
+        let mut tx = self.writer().begin().await?;
+        let moved = sqlx::query(
+            "UPDATE approval_requests SET status = $1, decided_by = $2, note = $3, decided_at = $4 \
+             WHERE id = $5 AND status = 'pending'",
+        )
+        .bind(decision.as_str())
+        .bind(by.decided_by)
+        .bind(note)
+        .bind(now)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if moved != 1 {
+            tx.rollback().await?;
+            let current = self.approval(account_id, id).await?;
+            return Err(StoreError::Conflict(format!("the approval request is already {}", current.status)));
+        }
+        let withdrawal_id = request.request_payload.get("withdrawalId").and_then(Value::as_str);
+        if let (true, None, Some(w)) = (request.entity_type == "withdrawal", &request.requested_by, withdrawal_id) {
+            let applied = match decision {
+                Decision::Approved => {
+                    let n = sqlx::query(
+                        "UPDATE withdrawals SET status = 'pending', updated_at = $1 \
+                         WHERE id = $2 AND account_id = $3 AND status = 'awaiting_approval'",
+                    )
+                    .bind(now)
+                    .bind(w)
+                    .bind(&request.account_id)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                    if n == 1 {
+                        jobs::enqueue(&mut tx, queue::PAYOUT, w, now, now).await?;
+                    }
+                    n == 1
+                }
+                Decision::Rejected => {
+                    end(
+                        &mut tx,
+                        w,
+                        &[WithdrawalStatus::AwaitingApproval],
+                        WithdrawalStatus::Cancelled,
+                        Some("rejected at approval"),
+                        now,
+                    )
+                    .await?
+                }
+            };
+            if !applied {
+                tx.rollback().await?;
+                return Err(StoreError::Conflict(format!("withdrawal {w} is no longer awaiting approval")));
+            }
+        }
+        audit::record(
+            &mut tx,
+            &request.account_id,
+            &Audit {
+                key_id: by.key_id,
+                request_id: by.request_id.clone(),
+                action: if decision == Decision::Approved { "approval.approve" } else { "approval.reject" },
+                entity_type: "approval_request",
+                entity_id: id,
+                summary: json!({
+                    "before": {"status": "pending"},
+                    "after": {"status": decision.as_str(), "decidedBy": by.decided_by, "note": note},
+                    "requestPayload": request.request_payload,
+                }),
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        self.approval(account_id, id).await
+    }
+}
