@@ -120,6 +120,11 @@ error_responses! {
                 Nothing was reserved (D5.4, D16.6).",
     }
 
+    WithdrawalConflict = ErrorEnvelope {
+        409 => "`insufficient_balance`: the amount exceeds the available balance (nothing held, the key stays \
+                free); or `idempotency_key_reused`: the key was used with another body (D9.1, D16.12).",
+    }
+
     WebhookErrors = ErrorEnvelope {
         400 => "`validation_failed` for an unsupported provider (answered before the body is read), or \
                 `malformed_json` for a signed body that is not the provider's event.",

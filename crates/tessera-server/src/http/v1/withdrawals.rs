@@ -24,7 +24,8 @@ use crate::domain::withdrawals::{
 };
 use crate::domain::{is_uuid, new_id};
 use crate::http::envelope::{request_id, ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::openapi::{BodyErrors, NotFound, ProviderErrors, QueryErrors, SignedErrors, WithdrawalConflict};
 use crate::http::extract::{parse_json_value, scope, ApiJson, ApiQuery, Signed};
 use crate::payments::{payments_settings, payout_route};
 use crate::state::AppState;
@@ -146,24 +147,15 @@ async fn approval_threshold(state: &AppState, account_id: &str) -> Result<Option
         "account_number": "0241234567", "account_name": "Ama Mensah"})),
     responses(
         (status = 201, description = "Created: `pending` (paid out by the payout worker) or `awaiting_approval` above \
-            `operations.withdrawalApprovalAbove`; the amount is held at once. A replay carries the first answer's data.",
+            `operations.withdrawalApprovalAbove`; the amount is held at once. A replay carries the first answer's data. \
+            400 also answers a missing `X-Idempotency-Key` (`idempotency_key_required`) or a malformed one; 403 a key \
+            without the `withdrawals` capability; 502 an account with no payout provider (nothing held).",
             body = Envelope<WithdrawalOut>,
             headers(
                 ("idempotent-replayed" = String, description = "`true` when this is the stored first answer, replayed"),
                 ("original-request" = String, description = "On a replay: the requestId of the request that created it"),
             )),
-        (status = 400, description = "Missing `X-Idempotency-Key` (`idempotency_key_required`), a malformed key, or an invalid body \
-            (`validation_failed`, `malformed_json`); nothing is held and the key stays free", body = ErrorEnvelope),
-        (status = 401, description = "Missing or wrong signature, stale timestamp, replayed nonce, unknown key", body = ErrorEnvelope),
-        (status = 403, description = "The key lacks withdrawals:write or the withdrawals capability (`insufficient_scope`), \
-            or the account is not enabled (`account_inactive`)", body = ErrorEnvelope),
-        (status = 409, description = "The amount exceeds the available balance (`insufficient_balance`; nothing held, the key stays \
-            free), or the key was used with another body or its first request is still running (`idempotency_key_reused`)",
-            body = ErrorEnvelope),
-        (status = 413, description = "Body over 1 MiB", body = ErrorEnvelope),
-        (status = 429, description = "Rate limited", body = ErrorEnvelope),
-        (status = 502, description = "No payout provider is configured for the account (`provider_unavailable`); nothing held",
-            body = ErrorEnvelope),
+        SignedErrors, BodyErrors, WithdrawalConflict, ProviderErrors,
     )
 )]
 pub async fn create(
@@ -267,13 +259,7 @@ pub async fn create(
     get, path = "/api/white-label/v1/withdrawals/{id}", tag = "withdrawals", operation_id = "withdrawals_show",
     security(("signed" = [])),
     params(("id" = String, Path, description = "The withdrawal id")),
-    responses(
-        (status = 200, body = Envelope<WithdrawalOut>),
-        (status = 401, description = "Missing or wrong signature", body = ErrorEnvelope),
-        (status = 403, description = "The key lacks withdrawals:write, or the account is not enabled", body = ErrorEnvelope),
-        (status = 404, description = "No such withdrawal in this account", body = ErrorEnvelope),
-        (status = 429, description = "Rate limited", body = ErrorEnvelope),
-    )
+    responses((status = 200, description = "The withdrawal", body = Envelope<WithdrawalOut>), SignedErrors, NotFound)
 )]
 pub async fn show(
     State(state): State<AppState>,
@@ -290,12 +276,22 @@ pub async fn show(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
-    /// `awaiting_approval`, `pending`, `processing`, `completed`, `failed` or `cancelled`.
+    /// One withdrawal status.
+    #[param(schema_with = status_schema)]
     pub status: Option<String>,
     /// Page number, from 1 (default 1).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
     pub page: Option<String>,
     /// Items per page, 1–100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
+}
+
+fn status_schema() -> utoipa::openapi::schema::Object {
+    crate::http::openapi::string_enum(
+        &["awaiting_approval", "pending", "processing", "completed", "failed", "cancelled"],
+        "A withdrawal status (D9.1, D14.2).",
+    )
 }
 
 /// GET /api/white-label/v1/withdrawals — Signed — withdrawals:write
@@ -303,13 +299,7 @@ pub struct ListParams {
     get, path = "/api/white-label/v1/withdrawals", tag = "withdrawals", operation_id = "withdrawals_list",
     security(("signed" = [])),
     params(ListParams),
-    responses(
-        (status = 200, description = "The account's withdrawals, newest first", body = ListEnvelope<WithdrawalOut>),
-        (status = 400, description = "Unknown parameter or bad value", body = ErrorEnvelope),
-        (status = 401, description = "Missing or wrong signature", body = ErrorEnvelope),
-        (status = 403, description = "The key lacks withdrawals:write, or the account is not enabled", body = ErrorEnvelope),
-        (status = 429, description = "Rate limited", body = ErrorEnvelope),
-    )
+    responses((status = 200, description = "The account's withdrawals, newest first", body = ListEnvelope<WithdrawalOut>), SignedErrors, QueryErrors)
 )]
 pub async fn list(
     State(state): State<AppState>,
