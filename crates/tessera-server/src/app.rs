@@ -85,6 +85,7 @@ async fn maintenance(state: AppState, cancel: CancellationToken) {
     let mut tick = tokio::time::interval(refresh);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_purge = now_ms();
+    let mut last_queue_gauge = 0;
     loop {
         tokio::select! {
             _ = cancel.cancelled() => return,
@@ -94,11 +95,26 @@ async fn maintenance(state: AppState, cancel: CancellationToken) {
             tracing::warn!(error = %e, "refreshing the key directory failed; keeping the cached one");
         }
         let now = now_ms();
+        if now - last_queue_gauge >= 5_000 {
+            queue_gauges(&state, now).await;
+            last_queue_gauge = now;
+        }
         if now - last_purge >= 30_000 {
             state.replay.purge(now);
             state.guards.retain_recent();
             last_purge = now;
         }
+    }
+}
+
+/// Worker queue depth and the age of the oldest job, per queue (issue 12's metrics).
+async fn queue_gauges(state: &AppState, now: i64) {
+    let Ok(stats) = state.store.queue_stats().await else { return };
+    for queue in crate::store::jobs::queue::ALL {
+        let s = stats.iter().find(|s| s.queue == queue);
+        crate::telemetry::metrics::job_queue_depth(queue, s.map_or(0, |s| u64::try_from(s.depth).unwrap_or(0)));
+        let age = s.and_then(|s| s.oldest_created_at).map_or(0.0, |t| (now - t).max(0) as f64 / 1000.0);
+        crate::telemetry::metrics::oldest_job_age(queue, age);
     }
 }
 

@@ -17,6 +17,7 @@ use crate::payments::{credentials, payments_settings};
 use crate::providers::payments::{adapter, ProviderId};
 use crate::state::AppState;
 use crate::store::webhooks::NewWebhook;
+use crate::telemetry::metrics;
 
 /// The answer to an accepted callback (spec).
 #[derive(Debug, Serialize, ToSchema)]
@@ -79,18 +80,22 @@ pub async fn receive(
     req: Request,
 ) -> Result<(StatusCode, Json<WebhookAck>), ApiError> {
     let Some(id) = ProviderId::parse(&provider) else {
+        metrics::webhook_received("unsupported", "unsupported_provider");
         return Err(ApiError::field("provider", "unsupported provider; one of provider_a, provider_b, provider_c"));
     };
+    let count = |outcome: &'static str| metrics::webhook_received(id.as_str(), outcome);
     let signature = req.headers().get(id.signature_header()).and_then(|v| v.to_str().ok()).map(str::to_string);
     let body = axum::body::to_bytes(req.into_body(), state.config.max_body_bytes)
         .await
         .map_err(|_| ApiError::payload_too_large(state.config.max_body_bytes))?;
     let Some(signature) = signature else {
+        count("missing_signature");
         return Err(ApiError::missing_auth("the provider signature header is missing")
             .with_detail(id.signature_header(), "required"));
     };
     if !signed_by_a_known_secret(&state, id, &body, &signature).await {
         tracing::warn!(provider = id.as_str(), "webhook with a wrong signature refused");
+        count("invalid_signature");
         return Err(ApiError::invalid_signature());
     }
     let event =
@@ -106,6 +111,7 @@ pub async fn receive(
             payload: payload.to_string(),
         })
         .await?;
+    count(if new { "stored" } else { "duplicate" });
     tracing::debug!(provider = id.as_str(), duplicate = !new, "webhook stored");
     Ok((
         StatusCode::OK,

@@ -18,6 +18,8 @@ pub mod queue {
     pub const PAYOUT: &str = "payout";
     /// Queued notifications (subject: notification id).
     pub const NOTIFICATION: &str = "notification";
+    /// Every queue, for metrics.
+    pub const ALL: [&str; 4] = [WEBHOOK, CHARGE, PAYOUT, NOTIFICATION];
 }
 
 #[derive(Debug, Clone)]

@@ -65,6 +65,17 @@ async fn a_webhook_is_acknowledged_in_the_specs_shape(b: Backend) {
     // An event for a reference Tessera never issued is stored, then reconciled as unknown.
     drain(&p).await;
     assert_eq!(p.store.webhook_count("tsr_unknown").await.expect("count"), 1);
+    // Operators see intake by provider and outcome, never a reference as a label.
+    let metrics = p.http.get(p.url("/metrics")).send().await.expect("metrics").text().await.expect("text");
+    let line = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("tessera_webhooks_received_total")
+                && l.contains("provider=\"provider_c\"")
+                && l.contains("outcome=\"stored\"")
+        })
+        .unwrap_or_else(|| panic!("no intake series in {metrics}"));
+    assert!(!line.contains("tsr_"), "{line}");
 }
 
 async fn the_same_event_delivered_a_hundred_times_has_one_effect(b: Backend) {

@@ -25,8 +25,8 @@ use crate::domain::withdrawals::{
 use crate::domain::{is_uuid, new_id};
 use crate::http::envelope::{request_id, ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::openapi::{BodyErrors, NotFound, ProviderErrors, QueryErrors, SignedErrors, WithdrawalConflict};
 use crate::http::extract::{parse_json_value, scope, ApiJson, ApiQuery, Signed};
+use crate::http::openapi::{BodyErrors, NotFound, ProviderErrors, QueryErrors, SignedErrors, WithdrawalConflict};
 use crate::payments::{payments_settings, payout_route};
 use crate::state::AppState;
 use crate::store::withdrawals::{Created, KeyState, NewWithdrawal, StoredResponse, Withdrawal};
