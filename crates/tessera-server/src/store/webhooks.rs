@@ -94,35 +94,64 @@ impl WebhookWriter {
 }
 
 impl Store {
-    /// Stores verified events and queues their reconciliation, in one transaction. Returns, per
-    /// event, whether it was new (false for a duplicate).
+    /// Stores verified events and queues their reconciliation, in one transaction of two
+    /// statements whatever the batch's size. Returns, per event, whether it was new (false for a
+    /// duplicate, including a second copy within the same batch).
     pub async fn record_webhooks(&self, events: &[&NewWebhook], now: i64) -> StoreResult<Vec<bool>> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = events.iter().map(|_| new_id()).collect();
+        let rows: Vec<String> = (0..events.len())
+            .map(|i| {
+                let b = i * 6;
+                format!(
+                    "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                    b + 1,
+                    b + 2,
+                    b + 3,
+                    b + 4,
+                    b + 5,
+                    b + 6,
+                    events.len() * 6 + 1
+                )
+            })
+            .collect();
+        let sql = format!(
+            "INSERT INTO webhook_events (id, provider, event_key, event, reference, payload, received_at) VALUES {} \
+             ON CONFLICT (provider, event_key) DO NOTHING RETURNING id",
+            rows.join(", ")
+        );
+        let mut insert = sqlx::query(&sql);
+        for (id, w) in ids.iter().zip(events) {
+            insert =
+                insert.bind(id).bind(w.provider).bind(&w.event_key).bind(&w.event).bind(&w.reference).bind(&w.payload);
+        }
         let mut tx = self.writer().begin().await?;
-        let mut out = Vec::with_capacity(events.len());
-        for w in events {
-            let id = new_id();
-            let inserted = sqlx::query(
-                "INSERT INTO webhook_events (id, provider, event_key, event, reference, payload, received_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (provider, event_key) DO NOTHING",
-            )
-            .bind(&id)
-            .bind(w.provider)
-            .bind(&w.event_key)
-            .bind(&w.event)
-            .bind(&w.reference)
-            .bind(&w.payload)
+        let inserted: std::collections::HashSet<String> = insert
             .bind(now)
-            .execute(&mut *tx)
+            .fetch_all(&mut *tx)
             .await?
-            .rows_affected()
-                == 1;
-            if inserted {
-                jobs::enqueue(&mut tx, queue::WEBHOOK, &id, now, now).await?;
+            .iter()
+            .map(|r| r.try_get::<String, _>("id"))
+            .collect::<Result<_, _>>()?;
+        if !inserted.is_empty() {
+            let new: Vec<&String> = ids.iter().filter(|id| inserted.contains(*id)).collect();
+            let rows: Vec<String> = (0..new.len())
+                .map(|i| format!("(${}, '{}', ${}, $1, $1)", i * 2 + 2, queue::WEBHOOK, i * 2 + 3))
+                .collect();
+            let sql = format!(
+                "INSERT INTO jobs (id, queue, subject, run_at, created_at) VALUES {} ON CONFLICT (queue, subject) DO NOTHING",
+                rows.join(", ")
+            );
+            let mut q = sqlx::query(&sql).bind(now);
+            for id in new {
+                q = q.bind(new_id()).bind(id);
             }
-            out.push(inserted);
+            q.execute(&mut *tx).await?;
         }
         tx.commit().await?;
-        Ok(out)
+        Ok(ids.iter().map(|id| inserted.contains(id)).collect())
     }
 
     pub async fn webhook_event(&self, id: &str) -> StoreResult<Option<WebhookEvent>> {

@@ -88,9 +88,21 @@ async fn the_same_event_delivered_a_hundred_times_has_one_effect(b: Backend) {
     let event = json!({"event": "charge.success", "data": {"id": charge["id"], "reference": reference, "status": "success",
         "amount": 2000, "currency": "GHS"}});
     let (body, sig) = signed_event("provider_a", &platform_secret("provider_a"), event);
-    for _ in 0..100 {
+    // Half one after another, half at once (so copies share one group commit).
+    for _ in 0..50 {
         let r = post_webhook(&p, "provider_a", body.clone(), Some(&sig)).await;
         assert_eq!(r.status, 200, "{}", r.json());
+    }
+    let mut tasks = Vec::new();
+    for _ in 0..50 {
+        let (http, url, body, sig) =
+            (p.http.clone(), p.url("/api/white-label/webhooks/provider_a"), body.clone(), sig.clone());
+        tasks.push(tokio::spawn(async move {
+            http.post(url).header("x-provider_a-signature", sig).body(body).send().await.map(|r| r.status().as_u16())
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.expect("join").expect("send"), 200);
     }
     assert_eq!(p.store.webhook_count(&reference).await.expect("count"), 1);
     drain(&p).await;
