@@ -137,7 +137,13 @@ async fn intake(o: Arc<Options>, t: Arc<Tally>, counter: Arc<AtomicU64>, http: r
         .expect("json");
         let sig = sign512(&o.webhook_secret, &body);
         let started = Instant::now();
-        let r = http.post(&url).header("x-provider_a-signature", sig).header("content-type", "application/json").body(body).send().await;
+        let r = http
+            .post(&url)
+            .header("x-provider_a-signature", sig)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await;
         let ok = matches!(&r, Ok(r) if r.status().as_u16() == 200);
         t.record(ok, started.elapsed());
     }
@@ -145,16 +151,28 @@ async fn intake(o: Arc<Options>, t: Arc<Tally>, counter: Arc<AtomicU64>, http: r
 
 async fn setup_catalogue(client: &Client) -> Result<(String, String), String> {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_err(|e| e.to_string())?.as_secs();
-    let (s, c) = call(client, Method::POST, "/api/white-label/v1/campaigns", json!({
+    let (s, c) = call(
+        client,
+        Method::POST,
+        "/api/white-label/v1/campaigns",
+        json!({
         "title": format!("Bench Night {now}"), "description": "Load harness campaign, running now.",
         "campaign_type": "ticketing", "status": "approved",
-        "start_date": "2026-01-01T00:00:00Z", "end_date": "2036-01-01T00:00:00Z"})).await;
+        "start_date": "2026-01-01T00:00:00Z", "end_date": "2036-01-01T00:00:00Z"}),
+    )
+    .await;
     if s != 201 {
         return Err(format!("campaign: {s} {c}"));
     }
     let campaign = c["data"]["id"].as_str().unwrap_or_default().to_string();
-    let (s, t) = call(client, Method::POST, "/api/white-label/v1/ticket-types", json!({
-        "campaignId": campaign, "name": "Bench", "price": 10, "quantity_available": 1_000_000})).await;
+    let (s, t) = call(
+        client,
+        Method::POST,
+        "/api/white-label/v1/ticket-types",
+        json!({
+        "campaignId": campaign, "name": "Bench", "price": 10, "quantity_available": 1_000_000}),
+    )
+    .await;
     if s != 201 {
         return Err(format!("ticket type: {s} {t}"));
     }
@@ -170,7 +188,15 @@ async fn call(client: &Client, method: Method, path: &str, body: Value) -> (u16,
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn buyer(o: Arc<Options>, t: Arc<Tally>, client: Client, http: reqwest::Client, campaign: String, ticket: String, n: usize) {
+async fn buyer(
+    o: Arc<Options>,
+    t: Arc<Tally>,
+    client: Client,
+    http: reqwest::Client,
+    campaign: String,
+    ticket: String,
+    n: usize,
+) {
     let mut i = 0u64;
     while !t.stop.load(Ordering::Relaxed) {
         i += 1;
@@ -232,7 +258,15 @@ fn main() -> ExitCode {
                 };
                 for n in 0..o.connections {
                     let c = Client::with_http(http.clone(), &o.url, &o.key_id, &o.secret);
-                    tasks.push(tokio::spawn(buyer(o.clone(), t.clone(), c, http.clone(), campaign.clone(), ticket.clone(), n)));
+                    tasks.push(tokio::spawn(buyer(
+                        o.clone(),
+                        t.clone(),
+                        c,
+                        http.clone(),
+                        campaign.clone(),
+                        ticket.clone(),
+                        n,
+                    )));
                 }
             }
             other => {
