@@ -49,7 +49,7 @@ const TEMPLATES: &[(&str, &str, &str, &str)] = &[
         r#"<p>Thank you for your purchase.</p><p>Your {{ tickets|length }} ticket(s) for <strong>{{ campaign }}</strong>:</p>
 {% for t in tickets %}<div style="border:1px solid #e4e4e7;border-radius:6px;padding:12px;margin:12px 0">
 <div style="font-size:18px;font-family:monospace">{{ t.code }}</div><div>{{ t.type }}{% if t.attendee %} · {{ t.attendee }}{% endif %}</div>
-<img src="{{ t.qr_png }}" alt="QR code of ticket {{ t.code }}" width="200" height="200"></div>{% endfor %}
+<img src="{{ t.qr_png|safe }}" alt="QR code of ticket {{ t.code }}" width="200" height="200"></div>{% endfor %}
 <p>Show the code or its QR at the gate. Reference: {{ reference }}.</p>"#,
     ),
     (
