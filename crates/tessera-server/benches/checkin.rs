@@ -65,7 +65,8 @@ async fn call(client: &Client, method: Method, path: &str, body: Value) -> (u16,
 
 /// A running campaign with a free ticket type, and `n` tickets bought in it; their codes.
 async fn seed(client: &Client, n: usize) -> Result<Vec<String>, String> {
-    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_err(|e| e.to_string())?.as_nanos();
+    let stamp =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_err(|e| e.to_string())?.as_nanos();
     let (s, c) = call(
         client,
         Method::POST,

@@ -24,10 +24,13 @@ pub(crate) fn lease_ms(state: &AppState) -> i64 {
     i64::try_from(state.config.workers.lease_seconds.saturating_mul(1000)).unwrap_or(30_000).max(1_000)
 }
 
+/// A worker loop's name and its step.
+type Worker = (&'static str, fn(AppState) -> Step);
+
 /// Starts every worker loop. Two loops per queue, so one slow provider call does not hold up
 /// the rest of the queue.
 pub fn spawn(state: &AppState, cancel: &CancellationToken) -> Vec<JoinHandle<()>> {
-    let workers: [(&'static str, fn(AppState) -> Step); 3] = [
+    let workers: [Worker; 3] = [
         ("webhooks", |s| Box::pin(async move { webhooks::try_execute_one(&s).await })),
         ("charges", |s| Box::pin(async move { charges::try_execute_one(&s).await })),
         ("notifications", |s| Box::pin(async move { notifications::try_execute_one(&s).await })),

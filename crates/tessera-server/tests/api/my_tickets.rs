@@ -257,7 +257,36 @@ async fn passcodes_session_tokens_and_qr_tokens_never_reach_the_audit_log(b: Bac
     }
 }
 
+async fn the_sdk_runs_my_tickets_check_in_and_notifications(b: Backend) {
+    let p = spawn_mailing(b).await;
+    let (c, tickets) = issued(&p, &p.account.private, 1).await;
+    let sdk = p.client();
+    let challenge = sdk.my_tickets_request_otp(&c, "buyer@example.com").await.expect("request-otp");
+    drain(&p).await;
+    let code = passcode(&p, "buyer@example.com").expect("code");
+    let session = sdk.my_tickets_verify_otp(&challenge.challenge_id, &code).await.expect("verify-otp");
+    let mine = sdk.my_tickets_list(&session.session_token).await.expect("list");
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0].ticket.ticket_code, code_of(&tickets[0]));
+    let qr = sdk.my_tickets_qr(&session.session_token, &mine[0].ticket.ticket_code).await.expect("qr");
+    assert!(qr.svg.contains("<svg"));
+    let first = sdk.verify_ticket(&mine[0].qr_token, true, Some("gate-1")).await.expect("verify");
+    assert_eq!(first.result, "checked_in");
+    let second = sdk.verify_ticket(&mine[0].ticket.ticket_code, true, Some("gate-2")).await.expect("verify");
+    assert_eq!((second.result.as_str(), second.checked_in_by.as_deref()), ("already_checked_in", Some("gate-1")));
+    let n = sdk
+        .send_notification(&json!({"channel": "email", "eventType": "event.reminder", "recipient": "ama@example.com", "payload": {"text": "Hi"}}))
+        .await
+        .expect("send");
+    assert_eq!(n.status, "queued");
+    drain(&p).await;
+    assert_eq!(sdk.notification(&n.id).await.expect("show").status, "sent");
+    let list = sdk.notifications("status=sent").await.expect("list");
+    assert!(list.data.iter().any(|x| x.id == n.id));
+}
+
 on_both!(
+    the_sdk_runs_my_tickets_check_in_and_notifications,
     a_holder_gets_a_passcode_by_mail_and_sees_their_tickets_and_qr_codes,
     an_address_without_tickets_gets_the_same_answer_and_no_mail,
     wrong_codes_count_down_and_five_lock_the_challenge_even_for_the_right_code,

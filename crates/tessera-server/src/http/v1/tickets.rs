@@ -138,7 +138,7 @@ fn verify_out(result: &str, t: Ticket) -> VerifyOut {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum VerifyAnswer {
-    Signed(VerifyOut),
+    Signed(Box<VerifyOut>),
     DomainKey(VerifyPublicOut),
 }
 
@@ -194,7 +194,7 @@ pub async fn verify(
     let may_write = caller.scopes.contains(Scope::TicketsWrite);
     if !(body.auto_verify == Some(true) && may_write) {
         let result = if gate.ticket.status == "void" { "void" } else { "valid" };
-        return Ok(ApiResponse::ok(VerifyAnswer::Signed(verify_out(result, gate.ticket))));
+        return Ok(ApiResponse::ok(VerifyAnswer::Signed(Box::new(verify_out(result, gate.ticket)))));
     }
     let by = by.unwrap_or_else(|| caller.key_id.clone());
     let mut entry = audit(&caller, "ticket.checked_in", "ticket");
@@ -206,5 +206,5 @@ pub async fn verify(
         CheckIn::Refused(g) if g.campaign_archived => verify_out("campaign_archived", g.ticket),
         CheckIn::Refused(g) => verify_out("valid", g.ticket),
     };
-    Ok(ApiResponse::ok(VerifyAnswer::Signed(out)))
+    Ok(ApiResponse::ok(VerifyAnswer::Signed(Box::new(out))))
 }
