@@ -75,7 +75,7 @@ async fn an_email_is_queued_then_sent_over_smtp_in_the_accounts_branding(b: Back
 
 async fn a_ticket_confirmation_carries_every_ticket_code_and_its_qr(b: Backend) {
     let p = spawn(b, 1.0).await;
-    let (_, tickets) = issued(&p, &p.account.private, 2).await;
+    let (_, tickets) = issued(&p, &p.account, 2).await;
     drain(&p).await;
     let mail = p.sandbox.mail();
     let m = mail
@@ -221,7 +221,7 @@ async fn a_campaign_status_change_notifies_the_organizer(b: Backend) {
         )
         .await;
     assert_eq!(s, 200, "{body}");
-    let (c, _) = issued(&p, &p.account.private, 1).await;
+    let (c, _) = issued(&p, &p.account, 1).await;
     drain(&p).await;
     let (s, body) = p
         .signed(Method::PATCH, &format!("/api/white-label/v1/campaigns/{c}"), Some(json!({"status": "archived"})))

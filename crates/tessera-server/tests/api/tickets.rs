@@ -3,17 +3,25 @@
 use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
-use crate::helpers::{assert_error, detail_fields, raw, Backend, TestApp, TestKey};
-use crate::payments::{buy, running_campaign, spawn_paid, ticket_type, PayApp};
+use crate::helpers::{assert_error, detail_fields, raw, Backend, TestAccount, TestApp, TestKey};
+use crate::payments::{running_campaign, spawn_paid, ticket_type, PayApp};
 use crate::ticket_types::send;
 
 pub(crate) const VERIFY: &str = "/api/white-label/v1/tickets/verify";
 
-/// A running ticketing campaign with free tickets, and `n` of them bought by buyer@example.com.
-pub(crate) async fn issued(app: &TestApp, key: &TestKey, n: i64) -> (String, Vec<Value>) {
+/// A running ticketing campaign of `account` with free tickets, and `n` of them bought by
+/// buyer@example.com.
+pub(crate) async fn issued(app: &TestApp, account: &TestAccount, n: i64) -> (String, Vec<Value>) {
+    let key = &account.private;
     let c = running_campaign(app, key, "ticketing").await;
     let t = ticket_type(app, key, &c, 0.0, 100).await;
-    let data = buy(app, &c, &t, n).await;
+    let body = json!({
+        "campaign_id": c, "ticket_id": t, "email": "buyer@example.com", "quantity": n,
+        "full_name": "Ama Mensah", "callbackUrl": format!("https://{}/thanks", account.domain),
+    });
+    let r = send(app, key, Method::POST, crate::payments::INITIALIZE, Some(body)).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let data = r.json()["data"].clone();
     assert_eq!(data["status"], "success", "{data}");
     (c, data["tickets"].as_array().expect("tickets").clone())
 }
@@ -46,7 +54,7 @@ async fn qr_token(p: &PayApp, code: &str) -> String {
 
 async fn a_signed_auto_verify_checks_in_once_then_answers_already_checked_in(b: Backend) {
     let p = spawn_paid(b).await;
-    let (c, tickets) = issued(&p, &p.account.private, 1).await;
+    let (c, tickets) = issued(&p, &p.account, 1).await;
     let code = code_of(&tickets[0]);
     let r =
         verify(&p, &p.account.private, json!({"ticketCode": code, "autoVerify": true, "checkedInBy": "gate-3"})).await;
@@ -85,7 +93,7 @@ async fn a_signed_auto_verify_checks_in_once_then_answers_already_checked_in(b: 
 
 async fn without_auto_verify_a_ticket_is_read_by_code_or_qr_token_and_not_checked_in(b: Backend) {
     let p = spawn_paid(b).await;
-    let (_, tickets) = issued(&p, &p.account.private, 1).await;
+    let (_, tickets) = issued(&p, &p.account, 1).await;
     let code = code_of(&tickets[0]);
     // Typed sloppily: lower case, no dashes, O for 0 and I for 1 are read as Crockford does.
     let typed = code.replace('-', "").to_lowercase();
@@ -104,7 +112,7 @@ async fn without_auto_verify_a_ticket_is_read_by_code_or_qr_token_and_not_checke
 
 async fn form_1_with_a_domain_key_answers_status_and_checked_in_only(b: Backend) {
     let p = spawn_paid(b).await;
-    let (_, tickets) = issued(&p, &p.account.private, 1).await;
+    let (_, tickets) = issued(&p, &p.account, 1).await;
     let code = code_of(&tickets[0]);
     let r = verify_form1(&p, &p.account.public, json!({"ticketCode": code})).await;
     assert_eq!(r.status, 200, "{}", r.json());
@@ -138,8 +146,8 @@ async fn form_1_with_a_domain_key_answers_status_and_checked_in_only(b: Backend)
 async fn unknown_tickets_and_other_accounts_tickets_are_404(b: Backend) {
     let p = spawn_paid(b).await;
     let other = p.new_account("other").await;
-    let (_, theirs) = issued(&p, &other.private, 1).await;
-    let (mine_campaign, _) = issued(&p, &p.account.private, 1).await;
+    let (_, theirs) = issued(&p, &other, 1).await;
+    let (mine_campaign, _) = issued(&p, &p.account, 1).await;
     let code = code_of(&theirs[0]);
     let r = verify(&p, &p.account.private, json!({"ticketCode": code, "autoVerify": true})).await;
     assert_error(&r, 404, "not_found");
@@ -149,7 +157,7 @@ async fn unknown_tickets_and_other_accounts_tickets_are_404(b: Backend) {
     let r = verify(&p, &other.private, json!({"ticketCode": code})).await;
     assert_eq!(r.json()["data"]["checkedIn"], false, "{}", r.json());
     // A campaign key sees only its campaign's tickets.
-    let (_, second) = issued(&p, &p.account.private, 1).await;
+    let (_, second) = issued(&p, &p.account, 1).await;
     let cmp = p.create_key(&p.account.slug, "campaign", Some(&mine_campaign), "tickets:read", &[]).await;
     let r = verify_form1(&p, &cmp, json!({"ticketCode": code_of(&second[0])})).await;
     assert_error(&r, 404, "not_found");
@@ -157,7 +165,7 @@ async fn unknown_tickets_and_other_accounts_tickets_are_404(b: Backend) {
 
 async fn scopes_decide_who_may_read_and_who_may_check_in(b: Backend) {
     let p = spawn_paid(b).await;
-    let (_, tickets) = issued(&p, &p.account.private, 1).await;
+    let (_, tickets) = issued(&p, &p.account, 1).await;
     let code = code_of(&tickets[0]);
     let reader = p.create_key(&p.account.slug, "private", None, "tickets:read", &[]).await;
     let r = verify(&p, &reader, json!({"ticketCode": code, "autoVerify": true})).await;
@@ -185,7 +193,7 @@ async fn sql(p: &PayApp, statement: &str, arg: &str) {
 
 async fn a_void_ticket_or_an_archived_campaign_never_checks_in(b: Backend) {
     let p = spawn_paid(b).await;
-    let (c, tickets) = issued(&p, &p.account.private, 2).await;
+    let (c, tickets) = issued(&p, &p.account, 2).await;
     let (void, open) = (code_of(&tickets[0]), code_of(&tickets[1]));
     sql(&p, "UPDATE tickets SET status = 'void' WHERE ticket_code = $1", &void).await;
     let r = verify(&p, &p.account.private, json!({"ticketCode": void, "autoVerify": true})).await;
@@ -204,7 +212,7 @@ async fn a_void_ticket_or_an_archived_campaign_never_checks_in(b: Backend) {
 
 async fn sixty_four_concurrent_check_ins_of_one_ticket_check_it_in_exactly_once(b: Backend) {
     let p = spawn_paid(b).await;
-    let (_, tickets) = issued(&p, &p.account.private, 1).await;
+    let (_, tickets) = issued(&p, &p.account, 1).await;
     let code = code_of(&tickets[0]);
     let client = p.client();
     let mut tasks = Vec::new();
