@@ -40,7 +40,7 @@ key=$("$T" --data-dir "$work" "${db_args[@]}" admin key create --account gate --
 key_id=$(printf '%s' "$key" | python3 -c 'import json,sys; print(json.load(sys.stdin)["keyId"])')
 key_secret=$(printf '%s' "$key" | python3 -c 'import json,sys; print(json.load(sys.stdin)["secret"])')
 
-TESSERA_RATE_LIMIT_PER_ACCOUNT=0 TESSERA_RATE_LIMIT_PER_IP=0 TESSERA_AUTH_FAILURE_LIMIT=0 RUST_LOG=warn,tessera_server::app=info \
+TESSERA_RATE_LIMIT_PER_ACCOUNT=0 TESSERA_RATE_LIMIT_PER_IP=0 TESSERA_AUTH_FAILURE_LIMIT=0 RUST_LOG=warn,tessera=info,tessera_server::app=info \
 TESSERA_WORKERS_ENABLED=0 \
   "$T" --data-dir "$work" "${db_args[@]}" serve --listen "127.0.0.1:$PORT" >"$work/server.log" 2>&1 &
 server_pid=$!

@@ -84,7 +84,7 @@ async fn seed(client: &Client, n: usize) -> Result<Vec<String>, String> {
         client,
         Method::POST,
         "/api/white-label/v1/ticket-types",
-        json!({"campaignId": campaign, "name": "Gate", "price": 0, "quantity_available": 10_000_000, "max_per_person": 100}),
+        json!({"campaignId": campaign, "name": "Gate", "price": 0, "quantity_available": 1_000_000, "max_per_person": 100}),
     )
     .await;
     if s != 201 {
