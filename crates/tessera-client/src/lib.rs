@@ -349,6 +349,67 @@ impl Client {
         let sep = if query.is_empty() { "" } else { "?" };
         self.get(&format!("/api/white-label/v1/ledger{sep}{query}")).await
     }
+
+    /// `POST /api/white-label/v1/tickets/verify` (Form 2): reads a ticket by its code or QR
+    /// token and, with `auto_verify`, checks it in once (`checked_in`, then `already_checked_in`).
+    pub async fn verify_ticket(
+        &self,
+        ticket_code: &str,
+        auto_verify: bool,
+        checked_in_by: Option<&str>,
+    ) -> Result<models::TicketVerification, Error> {
+        let mut body = serde_json::json!({ "ticketCode": ticket_code, "autoVerify": auto_verify });
+        if let Some(by) = checked_in_by {
+            body["checkedInBy"] = by.into();
+        }
+        Ok(self.post("/api/white-label/v1/tickets/verify", &body).await?.data)
+    }
+
+    /// `POST /api/white-label/v1/my-tickets/request-otp`: e-mails a passcode if `email` holds
+    /// tickets in the campaign (the answer is the same either way).
+    pub async fn my_tickets_request_otp(&self, campaign_id: &str, email: &str) -> Result<models::OtpChallenge, Error> {
+        let body = serde_json::json!({ "campaignId": campaign_id, "email": email });
+        Ok(self.post("/api/white-label/v1/my-tickets/request-otp", &body).await?.data)
+    }
+
+    /// `POST /api/white-label/v1/my-tickets/verify-otp`: the passcode for a 24-hour session.
+    pub async fn my_tickets_verify_otp(
+        &self,
+        challenge_id: &str,
+        code: &str,
+    ) -> Result<models::CustomerSession, Error> {
+        let body = serde_json::json!({ "challengeId": challenge_id, "code": code });
+        Ok(self.post("/api/white-label/v1/my-tickets/verify-otp", &body).await?.data)
+    }
+
+    /// `POST /api/white-label/v1/my-tickets/list`: the session's tickets, with their QR tokens.
+    pub async fn my_tickets_list(&self, session_token: &str) -> Result<Vec<models::MyTicket>, Error> {
+        let body = serde_json::json!({ "sessionToken": session_token });
+        Ok(self.post("/api/white-label/v1/my-tickets/list", &body).await?.data)
+    }
+
+    /// `POST /api/white-label/v1/my-tickets/qr`: one of the session's tickets as SVG and PNG.
+    pub async fn my_tickets_qr(&self, session_token: &str, ticket_code: &str) -> Result<models::TicketQr, Error> {
+        let body = serde_json::json!({ "sessionToken": session_token, "ticketCode": ticket_code });
+        Ok(self.post("/api/white-label/v1/my-tickets/qr", &body).await?.data)
+    }
+
+    /// `POST /api/white-label/v1/notifications` (202): `body` has channel, eventType,
+    /// recipient, and optionally subject and payload.
+    pub async fn send_notification<B: Serialize + ?Sized>(&self, body: &B) -> Result<models::Notification, Error> {
+        Ok(self.post("/api/white-label/v1/notifications", body).await?.data)
+    }
+
+    /// `GET /api/white-label/v1/notifications/:id`.
+    pub async fn notification(&self, id: &str) -> Result<models::Notification, Error> {
+        Ok(self.get(&format!("/api/white-label/v1/notifications/{id}")).await?.data)
+    }
+
+    /// `GET /api/white-label/v1/notifications?…` (`status`, `channel`, `page`, `limit`).
+    pub async fn notifications(&self, query: &str) -> Result<Response<Vec<models::Notification>>, Error> {
+        let sep = if query.is_empty() { "" } else { "?" };
+        self.get(&format!("/api/white-label/v1/notifications{sep}{query}")).await
+    }
 }
 
 /// Whether a 401 body is the `replayed_request` error (a substring test: this runs on every 401,

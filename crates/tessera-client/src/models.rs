@@ -153,3 +153,70 @@ pub struct Withdrawal {
     pub created_at: String,
     pub updated_at: String,
 }
+
+/// `POST /tickets/verify` Form 2 (D7.3).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TicketVerification {
+    /// `checked_in`, `already_checked_in`, `valid`, `void` or `campaign_archived`.
+    pub result: String,
+    pub status: String,
+    pub ticket_code: String,
+    pub checked_in: bool,
+    pub checked_in_at: Option<String>,
+    pub checked_in_by: Option<String>,
+    pub ticket_type: serde_json::Value,
+    pub campaign: serde_json::Value,
+    pub attendee: serde_json::Value,
+}
+
+/// `POST /my-tickets/request-otp` (D8.1).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OtpChallenge {
+    pub challenge_id: String,
+    pub expires_at: String,
+}
+
+/// `POST /my-tickets/verify-otp` (D8.3).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomerSession {
+    pub session_token: String,
+    pub expires_at: String,
+}
+
+/// A ticket as its holder sees it (`POST /my-tickets/list`): the ticket and its QR token.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MyTicket {
+    #[serde(flatten)]
+    pub ticket: Ticket,
+    pub qr_token: String,
+}
+
+/// `POST /my-tickets/qr`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TicketQr {
+    pub ticket_code: String,
+    pub svg: String,
+    pub png_base64: String,
+}
+
+/// A notification and its delivery state (D13.1).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Notification {
+    pub id: String,
+    pub channel: String,
+    /// `queued`, `sending`, `sent`, `failed`.
+    pub status: String,
+    pub event_type: String,
+    pub recipient: Option<String>,
+    pub subject: Option<String>,
+    #[serde(default)]
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub sent_at: Option<String>,
+}

@@ -23,6 +23,7 @@ pub struct Config {
     pub payments: PaymentsConfig,
     pub workers: WorkersConfig,
     pub notifications: NotificationsConfig,
+    pub email: EmailConfig,
     pub providers: ProvidersConfig,
     pub http: HttpConfig,
     pub metrics: MetricsConfig,
@@ -104,6 +105,15 @@ pub struct WorkersConfig {
 #[serde(deny_unknown_fields)]
 pub struct NotificationsConfig {
     pub retry_scale: f64,
+}
+
+/// `[email]`: the platform's SMTP server for accounts without their own (D13.3).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmailConfig {
+    /// `smtp://[user:password@]host[:port]`; empty: none. Secret (it may carry a password).
+    pub smtp_url: SecretString,
+    pub from: String,
 }
 
 /// `[providers]`: the platform's shared provider credentials (D11.2).
@@ -254,6 +264,12 @@ impl Config {
         }
         if let Some(v) = env_parse("TESSERA_NOTIFICATION_RETRY_SCALE")? {
             cfg.notifications.retry_scale = v;
+        }
+        if let Some(v) = env("TESSERA_SMTP_URL") {
+            cfg.email.smtp_url = SecretString::from(v);
+        }
+        if let Some(v) = env("TESSERA_EMAIL_FROM") {
+            cfg.email.from = v;
         }
         for (name, provider) in [
             ("A", &mut cfg.providers.provider_a),

@@ -32,6 +32,7 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod notify;
 pub mod payments;
 pub mod providers;
 pub mod sandbox;

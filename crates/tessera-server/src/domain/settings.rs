@@ -337,6 +337,11 @@ pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
             }
         }
         "notifications" => {
+            if let Some(addr) = v.string(o, "organizerEmail", "", 254) {
+                if super::check::email("", &addr).is_err() {
+                    v.fail("organizerEmail", "must be an e-mail address");
+                }
+            }
             if let Some(email) = v.object(o, "email", "") {
                 v.string(email, "smtpHost", "email.", 255);
                 if let Some(port) = email.get("smtpPort") {

@@ -30,6 +30,7 @@ pub const DOMAIN_KEY_PATHS: &[&str] = &[
     "/api/white-label/v1/campaigns",
     "/api/white-label/v1/ticket-types",
     "/api/white-label/v1/storefront",
+    "/api/white-label/v1/tickets/verify",
 ];
 
 pub fn is_domain_key_path(path: &str) -> bool {
@@ -98,8 +99,15 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(v1::ledger::list))
         .routes(routes!(v1::withdrawals::create, v1::withdrawals::list))
         .routes(routes!(v1::withdrawals::show))
+        .routes(routes!(v1::my_tickets::request_otp))
+        .routes(routes!(v1::my_tickets::verify_otp))
+        .routes(routes!(v1::my_tickets::list))
+        .routes(routes!(v1::my_tickets::qr))
+        .routes(routes!(v1::notifications::create, v1::notifications::list))
+        .routes(routes!(v1::notifications::show))
         // Both forms: signed, or domain key
         .routes(routes!(v1::campaigns::list))
+        .routes(routes!(v1::tickets::verify))
         // Domain-key
         .routes(routes!(v1::config::show))
         .routes(routes!(v1::ticket_types::list))

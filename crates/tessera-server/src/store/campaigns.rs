@@ -280,6 +280,9 @@ impl Store {
         let summary = serde_json::json!({"before": summary(&before), "after": summary(&after)});
         let entry = Audit { action, entity_id: id, summary, request_id: audit.request_id.clone(), ..*audit };
         record(&mut tx, account_id, &entry).await?;
+        if before.status != after.status {
+            queue_status_notification(&mut tx, account_id, &before, &after).await?;
+        }
         tx.commit().await.map_err(StoreError::from)?;
         Ok(after)
     }
@@ -303,4 +306,38 @@ impl Store {
         self.page_packed(COLUMNS, "FROM campaigns", "created_at DESC, id DESC", &f, (q.page, q.limit), from_packed)
             .await
     }
+}
+
+/// D13.2: a status change queues `campaign.status.updated` to the account's
+/// `notifications.organizerEmail` when it is set, in the change's transaction.
+async fn queue_status_notification(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+    before: &Campaign,
+    after: &Campaign,
+) -> StoreResult<()> {
+    let row = sqlx::query("SELECT config FROM settings WHERE account_id = $1 AND category = 'notifications'")
+        .bind(account_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let Some(row) = row else { return Ok(()) };
+    let config: String = sqlx::Row::try_get(&row, "config")?;
+    let config: serde_json::Value = serde_json::from_str(&config).unwrap_or_default();
+    let Some(to) = config.get("organizerEmail").and_then(serde_json::Value::as_str).filter(|s| !s.is_empty()) else {
+        return Ok(());
+    };
+    let payload = serde_json::json!({
+        "campaignId": after.id,
+        "from": before.status.as_str(),
+        "to": after.status.as_str(),
+    });
+    let n = super::notifications::NewNotification {
+        channel: "email",
+        event_type: "campaign.status.updated",
+        recipient: to,
+        subject: None,
+        payload: &payload,
+    };
+    super::notifications::queue_notification(conn, account_id, &n, now_ms()).await?;
+    Ok(())
 }

@@ -8,16 +8,19 @@
 pub mod accounts;
 pub mod audit;
 pub mod campaigns;
+pub mod customers;
 pub mod domains;
 pub mod jobs;
 pub mod keys;
 pub mod ledger;
+pub mod notifications;
 pub mod participants;
 pub mod payments;
 pub mod query;
 pub mod settings;
 pub mod submissions;
 pub mod ticket_types;
+pub mod tickets;
 pub mod webhooks;
 pub mod withdrawals;
 
@@ -94,6 +97,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (2, "catalogue", include_str!("../../migrations/0002_catalogue.sql")),
     (3, "payments", include_str!("../../migrations/0003_payments.sql")),
     (4, "withdrawals", include_str!("../../migrations/0004_withdrawals.sql")),
+    (5, "tickets", include_str!("../../migrations/0005_tickets.sql")),
 ];
 
 impl Store {

@@ -3,6 +3,8 @@ pub mod campaigns;
 pub mod config;
 pub mod context;
 pub mod ledger;
+pub mod my_tickets;
+pub mod notifications;
 pub mod participants;
 pub mod payments;
 pub mod settings;

@@ -1,0 +1,372 @@
+//! Notification content and delivery (D9.2, D13.3–4): templates per event type (minijinja),
+//! HTML and text, wrapped in the account's branding; e-mail over SMTP (lettre) with the
+//! account's `notifications.email` settings or the platform's `[email]`; SMS over the account's
+//! HTTP gateway (`POST {sms.baseUrl}/messages`, Bearer `sms.apiKey`) through the outbound guard
+//! (D16.25). Secrets (SMTP password, SMS key, passcodes, QR tokens) go into messages only,
+//! never into a log line or an error text.
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use minijinja::{context, Environment};
+use secrecy::ExposeSecret;
+use serde_json::{json, Value};
+
+use crate::domain::money::to_ghs;
+use crate::domain::qr;
+use crate::domain::settings::SEALED;
+use crate::state::AppState;
+use crate::store::notifications::Notification;
+
+/// Event type of the my-tickets passcode mail (its payload's code is scrubbed once delivered).
+pub const PASSCODE_EVENT: &str = "my_tickets.passcode";
+
+/// A rendered message.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub subject: String,
+    pub text: String,
+    pub html: String,
+}
+
+const LAYOUT: &str = r#"<!doctype html>
+<html><body style="margin:0;padding:0;background:#f4f4f5;font-family:Helvetica,Arial,sans-serif">
+<table width="100%" cellpadding="0" cellspacing="0"><tr><td align="center" style="padding:24px">
+<table width="600" cellpadding="0" cellspacing="0" style="background:#ffffff;border-radius:8px">
+<tr><td style="background:{{ brand.color }};padding:16px 24px;color:#ffffff;font-size:20px">
+{% if brand.logo %}<img src="{{ brand.logo }}" alt="{{ brand.name }}" height="32" style="vertical-align:middle"> {% endif %}{{ brand.name }}</td></tr>
+<tr><td style="padding:24px;color:#18181b;font-size:15px;line-height:1.5">{{ content|safe }}</td></tr>
+<tr><td style="padding:16px 24px;color:#71717a;font-size:12px">{{ brand.name }}{% if brand.support %} · Questions? <a href="mailto:{{ brand.support }}">{{ brand.support }}</a>{% endif %}</td></tr>
+</table></td></tr></table></body></html>"#;
+
+/// (event type, subject, text, html body) templates.
+const TEMPLATES: &[(&str, &str, &str, &str)] = &[
+    (
+        "ticket.purchase.confirmed",
+        "Your tickets for {{ campaign }}",
+        "Thank you for your purchase.\n\nYour {{ tickets|length }} ticket(s) for {{ campaign }}:\n{% for t in tickets %}\n- {{ t.code }} ({{ t.type }}){% if t.attendee %}, {{ t.attendee }}{% endif %}{% endfor %}\n\nShow the code or its QR at the gate. Reference: {{ reference }}.\n{% if support %}Questions: {{ support }}\n{% endif %}",
+        r#"<p>Thank you for your purchase.</p><p>Your {{ tickets|length }} ticket(s) for <strong>{{ campaign }}</strong>:</p>
+{% for t in tickets %}<div style="border:1px solid #e4e4e7;border-radius:6px;padding:12px;margin:12px 0">
+<div style="font-size:18px;font-family:monospace">{{ t.code }}</div><div>{{ t.type }}{% if t.attendee %} · {{ t.attendee }}{% endif %}</div>
+<img src="{{ t.qr_png|safe }}" alt="QR code of ticket {{ t.code }}" width="200" height="200"></div>{% endfor %}
+<p>Show the code or its QR at the gate. Reference: {{ reference }}.</p>"#,
+    ),
+    (
+        "vote.payment.success",
+        "Your votes for {{ campaign }} are counted",
+        "Thank you. Your payment of GHS {{ amount }} for {{ quantity }} vote(s) in {{ campaign }} succeeded and the votes are counted.\nReference: {{ reference }}.\n",
+        "<p>Thank you. Your payment of GHS {{ amount }} for {{ quantity }} vote(s) in <strong>{{ campaign }}</strong> succeeded and the votes are counted.</p><p>Reference: {{ reference }}.</p>",
+    ),
+    (
+        "donation.payment.success",
+        "Thank you for your donation to {{ campaign }}",
+        "Thank you. Your donation of GHS {{ amount }} to {{ campaign }} was received.\nReference: {{ reference }}.\n",
+        "<p>Thank you. Your donation of GHS {{ amount }} to <strong>{{ campaign }}</strong> was received.</p><p>Reference: {{ reference }}.</p>",
+    ),
+    (
+        "campaign.status.updated",
+        "{{ campaign }} is now {{ to }}",
+        "The campaign {{ campaign }} moved from {{ from }} to {{ to }}.\n",
+        "<p>The campaign <strong>{{ campaign }}</strong> moved from {{ from }} to <strong>{{ to }}</strong>.</p>",
+    ),
+    (
+        PASSCODE_EVENT,
+        "Your passcode for {{ campaign }}",
+        "Your passcode to see your tickets for {{ campaign }} is {{ code }}.\nIt works once, for {{ minutes }} minutes. If you did not ask for it, ignore this message.\n",
+        "<p>Your passcode to see your tickets for <strong>{{ campaign }}</strong> is</p><p style=\"font-size:28px;letter-spacing:6px;font-family:monospace\">{{ code }}</p><p>It works once, for {{ minutes }} minutes. If you did not ask for it, ignore this message.</p>",
+    ),
+];
+
+fn environment() -> &'static Result<Environment<'static>, String> {
+    static ENV: OnceLock<Result<Environment<'static>, String>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+        let add = |env: &mut Environment<'static>, name: String, src: &'static str| {
+            env.add_template_owned(name, src).map_err(|e| e.to_string())
+        };
+        add(&mut env, "layout.html".into(), LAYOUT)?;
+        for (event, subject, text, html) in TEMPLATES {
+            add(&mut env, format!("{event}.subject.txt"), subject)?;
+            add(&mut env, format!("{event}.txt"), text)?;
+            add(&mut env, format!("{event}.html"), html)?;
+        }
+        Ok(env)
+    })
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// The account's settings category (sealed secrets as stored), `{}` when absent.
+pub async fn settings_category(state: &AppState, account_id: &str, category: &str) -> anyhow::Result<Value> {
+    Ok(state
+        .store
+        .settings(account_id)
+        .await?
+        .into_iter()
+        .find_map(|(c, config)| (c == category).then_some(config))
+        .unwrap_or_else(|| json!({})))
+}
+
+/// Branding for the layout (D13.4): the account's, or the platform's name and colour.
+fn brand(branding: &Value) -> Value {
+    json!({
+        "name": str_of(branding, "platformName").unwrap_or("Tessera"),
+        "logo": str_of(branding, "logoUrl"),
+        "color": str_of(branding, "primaryColor").filter(|c| c.len() <= 32 && c.chars().all(|ch| ch == '#' || ch.is_ascii_alphanumeric())).unwrap_or("#111827"),
+        "support": str_of(branding, "supportEmail"),
+    })
+}
+
+/// Renders a notification: `payload.title/html/text` when given (direct message), else the
+/// event type's template. Fails with a reason rather than send an empty body.
+pub async fn render(state: &AppState, n: &Notification) -> Result<Rendered, String> {
+    let branding = settings_category(state, &n.account_id, "branding").await.map_err(|e| format!("settings: {e}"))?;
+    let brand = brand(&branding);
+    let env = environment().as_ref().map_err(|e| format!("templates: {e}"))?;
+    let layout = |content: &str| {
+        env.get_template("layout.html")
+            .and_then(|t| t.render(context! { brand => &brand, content => content }))
+            .map_err(|e| format!("layout: {e}"))
+    };
+    let p = &n.payload;
+    if str_of(p, "html").is_some() || str_of(p, "text").is_some() {
+        let text = str_of(p, "text").map(str::to_string);
+        let html = str_of(p, "html").map(str::to_string);
+        let subject = n
+            .subject
+            .clone()
+            .or_else(|| str_of(p, "title").map(str::to_string))
+            .unwrap_or_else(|| n.event_type.clone());
+        let text = text.unwrap_or_else(|| strip_tags(html.as_deref().unwrap_or_default()));
+        let html = match html {
+            Some(h) => h,
+            None => format!("<p>{}</p>", escape(&text).replace('\n', "<br>")),
+        };
+        return Ok(Rendered { subject, text, html: layout(&html)? });
+    }
+    let ctx = event_context(state, n).await?;
+    let ctx = merge(ctx, json!({"support": brand["support"]}));
+    let get = |suffix: &str| {
+        env.get_template(&format!("{}.{suffix}", n.event_type))
+            .map_err(|_| format!("no template for event type {:?} and no payload.html or payload.text", n.event_type))
+    };
+    let subject = get("subject.txt")?.render(&ctx).map_err(|e| format!("subject: {e}"))?;
+    let text = get("txt")?.render(&ctx).map_err(|e| format!("text: {e}"))?;
+    let html = get("html")?.render(&ctx).map_err(|e| format!("html: {e}"))?;
+    if text.trim().is_empty() || html.trim().is_empty() {
+        return Err("the template rendered an empty body".into());
+    }
+    Ok(Rendered { subject: n.subject.clone().unwrap_or(subject), text, html: layout(&html)? })
+}
+
+fn merge(mut a: Value, b: Value) -> Value {
+    if let (Some(a), Value::Object(b)) = (a.as_object_mut(), b) {
+        a.extend(b);
+    }
+    a
+}
+
+async fn campaign_title(state: &AppState, account_id: &str, payload: &Value) -> String {
+    match str_of(payload, "campaignId") {
+        Some(id) => match state.store.campaign(account_id, id).await {
+            Ok(c) => c.title,
+            Err(_) => "your campaign".into(),
+        },
+        None => str_of(payload, "campaign").unwrap_or("your campaign").to_string(),
+    }
+}
+
+/// Template variables of an event: the payload, plus what the store knows (tickets, titles).
+async fn event_context(state: &AppState, n: &Notification) -> Result<Value, String> {
+    let p = &n.payload;
+    let campaign = campaign_title(state, &n.account_id, p).await;
+    let money = |k: &str| p.get(k).and_then(Value::as_i64).map(|a| to_ghs(a).to_string()).unwrap_or_default();
+    let base = merge(
+        p.clone(),
+        json!({"campaign": campaign, "reference": str_of(p, "reference").unwrap_or(""), "amount": money("amount")}),
+    );
+    match n.event_type.as_str() {
+        "ticket.purchase.confirmed" => {
+            let reference = str_of(p, "reference").ok_or("ticket.purchase.confirmed needs payload.reference")?;
+            let tickets = state.store.account_tickets_of(&n.account_id, reference).await.map_err(|e| e.to_string())?;
+            if tickets.is_empty() {
+                return Err(format!("no tickets were issued for {reference}"));
+            }
+            let mut items = Vec::with_capacity(tickets.len());
+            for t in tickets {
+                let png = qr::png(&t.qr_token)?;
+                items.push(json!({
+                    "code": t.ticket_code, "type": t.ticket_type_name, "attendee": t.attendee_name,
+                    "qr_png": format!("data:image/png;base64,{}", STANDARD.encode(png)),
+                }));
+            }
+            Ok(merge(base, json!({"tickets": items})))
+        }
+        PASSCODE_EVENT => {
+            str_of(p, "code").ok_or("the passcode is no longer kept")?;
+            Ok(merge(base, json!({"minutes": p.get("minutes").cloned().unwrap_or(json!(10))})))
+        }
+        "campaign.status.updated" => {
+            Ok(merge(base, json!({"from": str_of(p, "from").unwrap_or("?"), "to": str_of(p, "to").unwrap_or("?")})))
+        }
+        _ => Ok(merge(base, json!({"quantity": p.get("quantity").cloned().unwrap_or(json!(1))}))),
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A plain-text rendering of direct HTML (tags dropped), for the text part.
+fn strip_tags(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Decrypts a sealed settings secret at `path` (`notifications.config.sms.apiKey` …).
+fn unseal(state: &AppState, account_id: &str, path: &str, v: Option<&Value>) -> Option<String> {
+    let sealed = v?.get(SEALED)?.as_str()?;
+    let plain = state.keyring().decrypt(&format!("settings:{account_id}:{path}"), sealed)?;
+    String::from_utf8(plain.expose_secret().clone()).ok()
+}
+
+/// Where and as whom e-mail goes out.
+struct Smtp {
+    host: String,
+    port: u16,
+    credentials: Option<(String, String)>,
+    from: String,
+    account_supplied: bool,
+}
+
+fn smtp_for(state: &AppState, account_id: &str, notifications: &Value, branding: &Value) -> Result<Smtp, String> {
+    let own = notifications.get("email").filter(|e| str_of(e, "smtpHost").is_some());
+    let platform_from = state.config.email.from.clone();
+    if let Some(e) = own {
+        let host = str_of(e, "smtpHost").unwrap_or_default().to_string();
+        let port = e.get("smtpPort").and_then(Value::as_u64).and_then(|p| u16::try_from(p).ok()).unwrap_or(25);
+        let password = unseal(state, account_id, "notifications.config.email.password", e.get("password"));
+        let credentials = str_of(e, "username").map(|u| (u.to_string(), password.unwrap_or_default()));
+        let from = match (str_of(e, "fromAddress"), str_of(e, "fromName").or_else(|| str_of(branding, "platformName")))
+        {
+            (Some(a), Some(n)) => format!("{} <{a}>", n.replace(['<', '>', '"'], "")),
+            (Some(a), None) => a.to_string(),
+            (None, _) => platform_from,
+        };
+        return Ok(Smtp { host, port, credentials, from, account_supplied: true });
+    }
+    let url = state.config.email.smtp_url.expose_secret();
+    if url.is_empty() {
+        return Err(
+            "no SMTP server: the account has no notifications.email settings and the platform no [email] smtp_url"
+                .into(),
+        );
+    }
+    let parsed = url::Url::parse(url).map_err(|_| "the platform's [email] smtp_url is not a valid URL".to_string())?;
+    if parsed.scheme() != "smtp" {
+        return Err("the platform's [email] smtp_url must be smtp://".into());
+    }
+    let credentials = (!parsed.username().is_empty())
+        .then(|| (parsed.username().to_string(), parsed.password().unwrap_or_default().to_string()));
+    Ok(Smtp {
+        host: parsed.host_str().unwrap_or_default().to_string(),
+        port: parsed.port().unwrap_or(25),
+        credentials,
+        from: platform_from,
+        account_supplied: false,
+    })
+}
+
+/// An account-supplied SMTP host must resolve to public addresses only, unless the platform
+/// allows private endpoints (D16.25).
+async fn guard_smtp_host(state: &AppState, s: &Smtp) -> Result<(), String> {
+    if !s.account_supplied || state.config.security.allow_private_endpoints {
+        return Ok(());
+    }
+    let addrs = tokio::net::lookup_host((s.host.as_str(), s.port))
+        .await
+        .map_err(|_| format!("SMTP host {:?} does not resolve", s.host))?;
+    let mut any = false;
+    for a in addrs {
+        any = true;
+        if !crate::providers::outbound::is_public_ip(a.ip()) {
+            return Err(format!("SMTP host {:?} resolves to a non-public address; refused", s.host));
+        }
+    }
+    if any {
+        Ok(())
+    } else {
+        Err(format!("SMTP host {:?} does not resolve", s.host))
+    }
+}
+
+/// Sends one e-mail.
+pub async fn send_email(state: &AppState, n: &Notification, m: &Rendered) -> Result<(), String> {
+    use lettre::message::{Mailbox, MultiPart};
+    use lettre::transport::smtp::authentication::Credentials;
+    use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+
+    let notifications = settings_category(state, &n.account_id, "notifications").await.map_err(|e| e.to_string())?;
+    let branding = settings_category(state, &n.account_id, "branding").await.map_err(|e| e.to_string())?;
+    let smtp = smtp_for(state, &n.account_id, &notifications, &branding)?;
+    guard_smtp_host(state, &smtp).await?;
+    let from: Mailbox = smtp.from.parse().map_err(|_| format!("the sender {:?} is not a mailbox", smtp.from))?;
+    let to: Mailbox = n.recipient.parse().map_err(|_| "the recipient is not a mailbox".to_string())?;
+    let message = Message::builder()
+        .from(from)
+        .to(to)
+        .subject(m.subject.clone())
+        .multipart(MultiPart::alternative_plain_html(m.text.clone(), m.html.clone()))
+        .map_err(|e| format!("building the message: {e}"))?;
+    let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(smtp.host.as_str())
+        .port(smtp.port)
+        .timeout(Some(Duration::from_millis(state.config.providers.timeout_ms.max(1000))));
+    if let Some((user, pass)) = smtp.credentials {
+        builder = builder.credentials(Credentials::new(user, pass));
+    }
+    builder
+        .build()
+        .send(message)
+        .await
+        .map(|_| ())
+        // lettre's errors name the server's answer, never the credentials.
+        .map_err(|e| format!("SMTP {}:{}: {e}", smtp.host, smtp.port))
+}
+
+/// Sends one SMS through the account's gateway (D13.3).
+pub async fn send_sms(state: &AppState, n: &Notification, m: &Rendered) -> Result<(), String> {
+    let notifications = settings_category(state, &n.account_id, "notifications").await.map_err(|e| e.to_string())?;
+    let branding = settings_category(state, &n.account_id, "branding").await.map_err(|e| e.to_string())?;
+    let sms = notifications.get("sms").cloned().unwrap_or_else(|| json!({}));
+    let base = str_of(&sms, "baseUrl").ok_or("the account has no SMS gateway (notifications.sms.baseUrl)")?;
+    let key = unseal(state, &n.account_id, "notifications.config.sms.apiKey", sms.get("apiKey"))
+        .ok_or("the account's SMS gateway has no usable apiKey")?;
+    let from = str_of(&sms, "senderId").or_else(|| str_of(&branding, "platformName")).unwrap_or("Tessera");
+    let url = format!("{}/messages", base.trim_end_matches('/'));
+    let client = state.outbound.client_for(&url, true).map_err(|e| format!("SMS gateway URL refused: {e}"))?;
+    let r = client
+        .post(&url)
+        .bearer_auth(key)
+        .json(&json!({"to": n.recipient, "from": from, "text": m.text.trim()}))
+        .send()
+        .await
+        .map_err(|e| format!("SMS gateway unreachable: {}", e.without_url()))?;
+    if r.status().is_success() {
+        Ok(())
+    } else {
+        Err(format!("SMS gateway answered {}", r.status().as_u16()))
+    }
+}

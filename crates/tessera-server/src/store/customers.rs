@@ -1,0 +1,249 @@
+//! Customer access (D8): one-time passcode challenges and customer sessions. Codes and tokens
+//! are stored as keyed hashes only (the caller hashes them with the keyring). A challenge is
+//! written whether or not the recipient holds tickets, in the same transaction as the passcode
+//! mail's notification when there is one, so neither the answer nor the work reveals which.
+use sqlx::Row;
+
+use super::notifications::{queue_notification, NewNotification};
+use super::{Store, StoreError, StoreResult};
+
+/// 5 wrong codes lock a challenge (D8.2).
+pub const MAX_ATTEMPTS: i64 = 5;
+
+/// A challenge to write.
+pub struct NewChallenge<'a> {
+    pub id: &'a str,
+    pub account_id: Option<&'a str>,
+    pub campaign_id: Option<&'a str>,
+    pub channel: &'a str,
+    pub recipient: &'a str,
+    pub purpose: &'a str,
+    pub code_hash: &'a str,
+    pub expires_at: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Challenge {
+    pub id: String,
+    pub account_id: Option<String>,
+    pub campaign_id: Option<String>,
+    pub recipient: String,
+    pub purpose: String,
+    pub code_hash: String,
+    pub attempts: i64,
+    pub expires_at: i64,
+    pub consumed_at: Option<i64>,
+}
+
+/// The recipient's recent challenges, for the resend cooldown and the hourly cap.
+#[derive(Debug, Clone, Copy)]
+pub struct RecentSends {
+    /// Challenges for this recipient and purpose in the account within the last hour.
+    pub last_hour: i64,
+    /// When the newest challenge for this campaign and recipient was made.
+    pub newest_in_campaign: Option<i64>,
+    /// When the oldest challenge of the last hour was made.
+    pub oldest_in_hour: Option<i64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CustomerSession {
+    pub account_id: String,
+    pub campaign_id: String,
+    pub email: String,
+    pub expires_at: i64,
+}
+
+/// What checking a code found.
+#[derive(Debug, Clone)]
+pub enum Verified {
+    /// Right code: the session was created.
+    Session,
+    /// Wrong code; tries left.
+    Wrong {
+        remaining: i64,
+    },
+    /// Five wrong tries before: no code is accepted any more.
+    Locked,
+    Expired,
+    /// Already exchanged for a session.
+    Used,
+}
+
+impl Store {
+    /// Recent challenges of a recipient for `purpose` in the account (D8.2 limits).
+    pub async fn recent_challenges(
+        &self,
+        account_id: &str,
+        campaign_id: &str,
+        purpose: &str,
+        recipient: &str,
+        now: i64,
+    ) -> StoreResult<RecentSends> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n, MIN(created_at) AS oldest, \
+             MAX(CASE WHEN campaign_id = $1 THEN created_at ELSE NULL END) AS newest \
+             FROM otp_challenges WHERE purpose = $2 AND recipient = $3 AND account_id = $4 AND created_at > $5",
+        )
+        .bind(campaign_id)
+        .bind(purpose)
+        .bind(recipient)
+        .bind(account_id)
+        .bind(now - 3_600_000)
+        .fetch_one(self.writer())
+        .await?;
+        Ok(RecentSends {
+            last_hour: row.try_get("n")?,
+            newest_in_campaign: row.try_get("newest")?,
+            oldest_in_hour: row.try_get("oldest")?,
+        })
+    }
+
+    /// Writes a challenge and, when a code is to be sent, its notification (one transaction).
+    pub async fn create_challenge(
+        &self,
+        c: &NewChallenge<'_>,
+        notify: Option<NewNotification<'_>>,
+        now: i64,
+    ) -> StoreResult<()> {
+        let mut tx = self.writer().begin().await?;
+        sqlx::query(
+            "INSERT INTO otp_challenges (id, account_id, campaign_id, channel, recipient, purpose, code_hash, sent, \
+             expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(c.id)
+        .bind(c.account_id)
+        .bind(c.campaign_id)
+        .bind(c.channel)
+        .bind(c.recipient)
+        .bind(c.purpose)
+        .bind(c.code_hash)
+        .bind(i64::from(notify.is_some()))
+        .bind(c.expires_at)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        if let (Some(n), Some(account)) = (notify, c.account_id) {
+            queue_notification(&mut tx, account, &n, now).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// A challenge of the account for `purpose`.
+    pub async fn challenge(&self, account_id: &str, purpose: &str, id: &str) -> StoreResult<Challenge> {
+        let r = sqlx::query(
+            "SELECT id, account_id, campaign_id, recipient, purpose, code_hash, attempts, expires_at, consumed_at \
+             FROM otp_challenges WHERE id = $1 AND account_id = $2 AND purpose = $3",
+        )
+        .bind(id)
+        .bind(account_id)
+        .bind(purpose)
+        .fetch_optional(self.writer())
+        .await?
+        .ok_or(StoreError::NotFound("challenge"))?;
+        Ok(Challenge {
+            id: r.try_get("id")?,
+            account_id: r.try_get("account_id")?,
+            campaign_id: r.try_get("campaign_id")?,
+            recipient: r.try_get("recipient")?,
+            purpose: r.try_get("purpose")?,
+            code_hash: r.try_get("code_hash")?,
+            attempts: r.try_get("attempts")?,
+            expires_at: r.try_get("expires_at")?,
+            consumed_at: r.try_get("consumed_at")?,
+        })
+    }
+
+    /// Settles one try at a challenge whose code the caller has compared (`matches`): a right
+    /// code consumes it and creates the session (token stored hashed) in the same transaction;
+    /// a wrong one counts. Both are conditional updates, so a challenge is exchanged once and
+    /// never tried more than five times, whatever the concurrency.
+    pub async fn settle_challenge(
+        &self,
+        c: &Challenge,
+        matches: bool,
+        session: (&str, i64),
+        now: i64,
+    ) -> StoreResult<Verified> {
+        if c.consumed_at.is_some() {
+            return Ok(Verified::Used);
+        }
+        if c.attempts >= MAX_ATTEMPTS {
+            return Ok(Verified::Locked);
+        }
+        if now >= c.expires_at {
+            return Ok(Verified::Expired);
+        }
+        let mut tx = self.writer().begin().await?;
+        if !matches {
+            let n = sqlx::query(
+                "UPDATE otp_challenges SET attempts = attempts + 1 WHERE id = $1 AND attempts < $2 AND consumed_at IS NULL",
+            )
+            .bind(&c.id)
+            .bind(MAX_ATTEMPTS)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            tx.commit().await?;
+            return Ok(if n == 1 {
+                Verified::Wrong { remaining: MAX_ATTEMPTS - c.attempts - 1 }
+            } else {
+                Verified::Locked
+            });
+        }
+        let n = sqlx::query(
+            "UPDATE otp_challenges SET consumed_at = $1 WHERE id = $2 AND attempts < $3 AND consumed_at IS NULL",
+        )
+        .bind(now)
+        .bind(&c.id)
+        .bind(MAX_ATTEMPTS)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if n == 0 {
+            tx.rollback().await?;
+            return Ok(Verified::Used);
+        }
+        let (Some(account), Some(campaign)) = (c.account_id.as_deref(), c.campaign_id.as_deref()) else {
+            return Err(StoreError::Corrupt("a my-tickets challenge without account or campaign".into()));
+        };
+        sqlx::query(
+            "INSERT INTO customer_sessions (token_hash, account_id, campaign_id, email, challenge_id, expires_at, \
+             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(session.0)
+        .bind(account)
+        .bind(campaign)
+        .bind(&c.recipient)
+        .bind(&c.id)
+        .bind(session.1)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Verified::Session)
+    }
+
+    /// A live session by its token's hash (`None`: unknown or expired, 401).
+    pub async fn customer_session(&self, token_hash: &str, now: i64) -> StoreResult<Option<(String, CustomerSession)>> {
+        let row = sqlx::query(
+            "SELECT token_hash, account_id, campaign_id, email, expires_at FROM customer_sessions \
+             WHERE token_hash = $1 AND expires_at > $2",
+        )
+        .bind(token_hash)
+        .bind(now)
+        .fetch_optional(self.reader())
+        .await?;
+        let Some(r) = row else { return Ok(None) };
+        Ok(Some((
+            r.try_get("token_hash")?,
+            CustomerSession {
+                account_id: r.try_get("account_id")?,
+                campaign_id: r.try_get("campaign_id")?,
+                email: r.try_get("email")?,
+                expires_at: r.try_get("expires_at")?,
+            },
+        )))
+    }
+}

@@ -1,0 +1,129 @@
+//! Tickets at the gate (D7): lookup by ticket code or QR token, and the exactly-once check-in.
+//! The check-in is one conditional update (`... AND checked_in = 0 AND status = 'valid'`) with
+//! its audit entry in the same transaction, so under any concurrency one caller wins and every
+//! other caller reads the winner's `checkedInAt` and `checkedInBy`.
+use sqlx::Row;
+
+use super::audit::{record, Audit};
+use super::payments::{ticket_from_row, Ticket, TICKET_COLUMNS, TICKET_FROM};
+use super::{Store, StoreError, StoreResult};
+
+/// A ticket and whether its campaign still allows check-in.
+#[derive(Debug, Clone)]
+pub struct GateTicket {
+    pub ticket: Ticket,
+    pub campaign_archived: bool,
+}
+
+/// What a check-in did.
+#[derive(Debug, Clone)]
+pub enum CheckIn {
+    /// This caller checked the ticket in.
+    CheckedIn(Ticket),
+    /// Someone did before (the ticket shows when and by whom).
+    Already(Ticket),
+    /// The ticket is void, or its campaign is archived: never checked in.
+    Refused(GateTicket),
+}
+
+fn gate_from_row(r: &sqlx::any::AnyRow) -> StoreResult<GateTicket> {
+    let status: String = r.try_get("campaign_status")?;
+    Ok(GateTicket { ticket: ticket_from_row(r)?, campaign_archived: status == "archived" })
+}
+
+impl Store {
+    /// A ticket of the account by its typed code (normalized by the caller) or its QR token;
+    /// `campaign` narrows to one campaign (a campaign key's view). Another account's ticket is
+    /// no ticket (404).
+    pub async fn gate_ticket(&self, account_id: &str, campaign: Option<&str>, code: &str) -> StoreResult<GateTicket> {
+        let column = if code.starts_with("qr_") { "k.qr_token" } else { "k.ticket_code" };
+        let row = sqlx::query(&format!(
+            "SELECT {TICKET_COLUMNS}, c.status AS campaign_status {TICKET_FROM} WHERE {column} = $1 AND k.account_id = $2"
+        ))
+        .bind(code)
+        .bind(account_id)
+        .fetch_optional(self.reader())
+        .await?
+        .ok_or(StoreError::NotFound("ticket"))?;
+        let t = gate_from_row(&row)?;
+        match campaign {
+            Some(c) if c != t.ticket.campaign_id => Err(StoreError::NotFound("ticket")),
+            _ => Ok(t),
+        }
+    }
+
+    /// Checks a ticket in, once (D7.3): the conditional update and its audit entry commit
+    /// together; when the update matches no row, the ticket as it now is tells why.
+    pub async fn check_in(
+        &self,
+        account_id: &str,
+        gate: GateTicket,
+        by: &str,
+        now: i64,
+        audit: Audit<'_>,
+    ) -> StoreResult<CheckIn> {
+        let id = gate.ticket.id.clone();
+        let mut tx = self.writer().begin().await?;
+        let n = sqlx::query(
+            "UPDATE tickets SET checked_in = 1, checked_in_at = $1, checked_in_by = $2 \
+             WHERE id = $3 AND account_id = $4 AND checked_in = 0 AND status = 'valid' \
+             AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = tickets.campaign_id AND c.status <> 'archived')",
+        )
+        .bind(now)
+        .bind(by)
+        .bind(&id)
+        .bind(account_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if n == 1 {
+            let entry = Audit { entity_id: &id, request_id: audit.request_id.clone(), ..audit };
+            record(&mut tx, account_id, &entry).await?;
+            tx.commit().await?;
+            let mut ticket = gate.ticket;
+            ticket.checked_in = true;
+            ticket.checked_in_at = Some(now);
+            ticket.checked_in_by = Some(by.to_string());
+            return Ok(CheckIn::CheckedIn(ticket));
+        }
+        tx.rollback().await?;
+        // Someone else won, or the ticket cannot be checked in: the row as it now is says which.
+        let row = sqlx::query(&format!(
+            "SELECT {TICKET_COLUMNS}, c.status AS campaign_status {TICKET_FROM} WHERE k.id = $1 AND k.account_id = $2"
+        ))
+        .bind(&id)
+        .bind(account_id)
+        .fetch_optional(self.reader())
+        .await?
+        .ok_or(StoreError::NotFound("ticket"))?;
+        let t = gate_from_row(&row)?;
+        Ok(if t.ticket.checked_in { CheckIn::Already(t.ticket) } else { CheckIn::Refused(t) })
+    }
+
+    /// The tickets a holder has in one campaign of the account (my-tickets), in issue order.
+    pub async fn holder_tickets(&self, account_id: &str, campaign_id: &str, email: &str) -> StoreResult<Vec<Ticket>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {TICKET_COLUMNS} {TICKET_FROM} WHERE k.campaign_id = $1 AND k.attendee_email = $2 \
+             AND k.account_id = $3 ORDER BY k.created_at, k.id"
+        ))
+        .bind(campaign_id)
+        .bind(email)
+        .bind(account_id)
+        .fetch_all(self.reader())
+        .await?;
+        rows.iter().map(ticket_from_row).collect()
+    }
+
+    /// The tickets of one transaction of the account (notification rendering).
+    pub async fn account_tickets_of(&self, account_id: &str, reference: &str) -> StoreResult<Vec<Ticket>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {TICKET_COLUMNS} {TICKET_FROM} WHERE k.transaction_reference = $1 AND k.account_id = $2 \
+             ORDER BY k.created_at, k.id"
+        ))
+        .bind(reference)
+        .bind(account_id)
+        .fetch_all(self.reader())
+        .await?;
+        rows.iter().map(ticket_from_row).collect()
+    }
+}

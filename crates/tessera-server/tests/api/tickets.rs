@@ -1,0 +1,254 @@
+//! Integration tests: `POST /tickets/verify` in both forms and the exactly-once check-in (spec
+//! "POST tickets/verify", D7, D16.9) through the real server, on SQLite and PostgreSQL.
+use serde_json::{json, Value};
+use tessera_client::{Method, RawResponse};
+
+use crate::helpers::{assert_error, detail_fields, raw, Backend, TestAccount, TestApp, TestKey};
+use crate::payments::{running_campaign, spawn_paid, ticket_type, PayApp};
+use crate::ticket_types::send;
+
+pub(crate) const VERIFY: &str = "/api/white-label/v1/tickets/verify";
+
+/// A running ticketing campaign of `account` with free tickets, and `n` of them bought by
+/// buyer@example.com.
+pub(crate) async fn issued(app: &TestApp, account: &TestAccount, n: i64) -> (String, Vec<Value>) {
+    let key = &account.private;
+    let c = running_campaign(app, key, "ticketing").await;
+    let t = ticket_type(app, key, &c, 0.0, 100).await;
+    let body = json!({
+        "campaign_id": c, "ticket_id": t, "email": "buyer@example.com", "quantity": n,
+        "full_name": "Ama Mensah", "callbackUrl": format!("https://{}/thanks", account.domain),
+    });
+    let r = send(app, key, Method::POST, crate::payments::INITIALIZE, Some(body)).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let data = r.json()["data"].clone();
+    assert_eq!(data["status"], "success", "{data}");
+    (c, data["tickets"].as_array().expect("tickets").clone())
+}
+
+pub(crate) fn code_of(t: &Value) -> String {
+    t["ticketCode"].as_str().expect("ticketCode").to_string()
+}
+
+async fn verify(app: &TestApp, key: &TestKey, body: Value) -> RawResponse {
+    send(app, key, Method::POST, VERIFY, Some(body)).await
+}
+
+/// Form 1: a domain-key POST from the account's domain.
+async fn verify_form1(app: &TestApp, key: &TestKey, body: Value) -> RawResponse {
+    let r = app
+        .http
+        .post(app.url(VERIFY))
+        .header("x-white-label-domain", &app.account.domain)
+        .header("x-white-label-key", key.header())
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    raw(r).await
+}
+
+async fn qr_token(p: &PayApp, code: &str) -> String {
+    p.store.gate_ticket(&p.account.id, None, code).await.expect("ticket").ticket.qr_token
+}
+
+async fn a_signed_auto_verify_checks_in_once_then_answers_already_checked_in(b: Backend) {
+    let p = spawn_paid(b).await;
+    let (c, tickets) = issued(&p, &p.account, 1).await;
+    let code = code_of(&tickets[0]);
+    let r =
+        verify(&p, &p.account.private, json!({"ticketCode": code, "autoVerify": true, "checkedInBy": "gate-3"})).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let d = r.json()["data"].clone();
+    assert_eq!(d["result"], "checked_in", "{d}");
+    assert_eq!(d["status"], "valid");
+    assert_eq!(d["ticketCode"], code.as_str());
+    assert_eq!(d["checkedIn"], true);
+    assert_eq!(d["checkedInBy"], "gate-3");
+    assert_eq!(d["campaign"]["id"], c.as_str());
+    assert!(d["campaign"]["title"].as_str().is_some(), "{d}");
+    assert_eq!(d["attendee"]["email"], "buyer@example.com");
+    assert_eq!(d["attendee"]["full_name"], "Ama Mensah");
+    assert!(d.get("qrToken").is_none(), "the QR token is never in a verify answer: {d}");
+    let first_at = d["checkedInAt"].clone();
+    assert!(first_at.is_string(), "{d}");
+
+    let again =
+        verify(&p, &p.account.private, json!({"ticketCode": code, "autoVerify": true, "checkedInBy": "gate-9"})).await;
+    let d2 = again.json()["data"].clone();
+    assert_eq!(d2["result"], "already_checked_in", "{d2}");
+    assert_eq!(d2["checkedInAt"], first_at);
+    assert_eq!(d2["checkedInBy"], "gate-3");
+
+    let audit = p.store.audit_entries(&p.account.id, 50).await.expect("audit");
+    let entries: Vec<_> = audit.iter().filter(|e| e.action == "ticket.checked_in").collect();
+    assert_eq!(entries.len(), 1, "one check-in, one audit entry");
+    assert_eq!(entries[0].entity_type, "ticket");
+    let qr = qr_token(&p, &code).await;
+    for e in &audit {
+        assert!(!e.summary.to_string().contains(&qr), "no QR token in the audit log");
+        assert!(!e.summary.to_string().contains(&code), "no ticket code in the audit log");
+    }
+}
+
+async fn without_auto_verify_a_ticket_is_read_by_code_or_qr_token_and_not_checked_in(b: Backend) {
+    let p = spawn_paid(b).await;
+    let (_, tickets) = issued(&p, &p.account, 1).await;
+    let code = code_of(&tickets[0]);
+    // Typed sloppily: lower case, no dashes, O for 0 and I for 1 are read as Crockford does.
+    let typed = code.replace('-', "").to_lowercase();
+    let r = verify(&p, &p.account.private, json!({"ticketCode": typed})).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    assert_eq!(r.json()["data"]["result"], "valid");
+    assert_eq!(r.json()["data"]["checkedIn"], false);
+    let qr = qr_token(&p, &code).await;
+    let r = verify(&p, &p.account.private, json!({"ticketCode": qr, "autoVerify": false})).await;
+    assert_eq!(r.json()["data"]["ticketCode"], code.as_str(), "{}", r.json());
+    assert_eq!(r.json()["data"]["checkedIn"], false);
+    let r = verify(&p, &p.account.private, json!({"ticketCode": qr, "autoVerify": true})).await;
+    assert_eq!(r.json()["data"]["result"], "checked_in", "the QR token checks in too");
+    assert_eq!(r.json()["data"]["checkedInBy"], p.account.private.key_id.as_str(), "checkedInBy defaults to the key");
+}
+
+async fn form_1_with_a_domain_key_answers_status_and_checked_in_only(b: Backend) {
+    let p = spawn_paid(b).await;
+    let (_, tickets) = issued(&p, &p.account, 1).await;
+    let code = code_of(&tickets[0]);
+    let r = verify_form1(&p, &p.account.public, json!({"ticketCode": code})).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let d = r.json()["data"].clone();
+    let mut keys: Vec<&String> = d.as_object().expect("object").keys().collect();
+    keys.sort();
+    assert_eq!(keys, vec!["checkedIn", "status"], "Form 1 shows no holder or purchase data: {d}");
+    assert_eq!(d["status"], "valid");
+    assert_eq!(d["checkedIn"], false);
+    let r = verify_form1(&p, &p.account.public, json!({"ticketCode": code, "autoVerify": true})).await;
+    let body = assert_error(&r, 400, "validation_failed");
+    assert_eq!(detail_fields(&body), vec!["autoVerify"]);
+    let r = verify_form1(&p, &p.account.public, json!({"ticketCode": "ZZZZ-ZZZZ-ZZZZ-ZZZZ-ZZZZ"})).await;
+    assert_error(&r, 404, "not_found");
+    // After a signed check-in, Form 1 shows it.
+    verify(&p, &p.account.private, json!({"ticketCode": code, "autoVerify": true})).await;
+    let r = verify_form1(&p, &p.account.public, json!({"ticketCode": code})).await;
+    assert_eq!(r.json()["data"]["checkedIn"], true);
+    // CORS: the route is served to browsers with a domain key.
+    let pre = p
+        .http
+        .request(reqwest::Method::OPTIONS, p.url(VERIFY))
+        .header("origin", format!("https://{}", p.account.domain))
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .expect("preflight");
+    assert!(pre.status().is_success(), "preflight {}", pre.status());
+}
+
+async fn unknown_tickets_and_other_accounts_tickets_are_404(b: Backend) {
+    let p = spawn_paid(b).await;
+    let other = p.new_account("other").await;
+    let (_, theirs) = issued(&p, &other, 1).await;
+    let (mine_campaign, _) = issued(&p, &p.account, 1).await;
+    let code = code_of(&theirs[0]);
+    let r = verify(&p, &p.account.private, json!({"ticketCode": code, "autoVerify": true})).await;
+    assert_error(&r, 404, "not_found");
+    let r = verify(&p, &p.account.private, json!({"ticketCode": "qr_00"})).await;
+    assert_error(&r, 404, "not_found");
+    // Their ticket was not touched.
+    let r = verify(&p, &other.private, json!({"ticketCode": code})).await;
+    assert_eq!(r.json()["data"]["checkedIn"], false, "{}", r.json());
+    // A campaign key sees only its campaign's tickets.
+    let (_, second) = issued(&p, &p.account, 1).await;
+    let cmp = p.create_key(&p.account.slug, "campaign", Some(&mine_campaign), "tickets:read", &[]).await;
+    let r = verify_form1(&p, &cmp, json!({"ticketCode": code_of(&second[0])})).await;
+    assert_error(&r, 404, "not_found");
+}
+
+async fn scopes_decide_who_may_read_and_who_may_check_in(b: Backend) {
+    let p = spawn_paid(b).await;
+    let (_, tickets) = issued(&p, &p.account, 1).await;
+    let code = code_of(&tickets[0]);
+    let reader = p.create_key(&p.account.slug, "private", None, "tickets:read", &[]).await;
+    let r = verify(&p, &reader, json!({"ticketCode": code, "autoVerify": true})).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["data"]["result"], "valid", "no tickets:write, no check-in: {}", r.json());
+    assert_eq!(r.json()["data"]["checkedIn"], false);
+    let none = p.create_key(&p.account.slug, "private", None, "campaigns:read", &[]).await;
+    let r = verify(&p, &none, json!({"ticketCode": code})).await;
+    assert_error(&r, 403, "insufficient_scope");
+    let r = verify(&p, &p.account.private, json!({})).await;
+    assert_eq!(detail_fields(&assert_error(&r, 400, "validation_failed")), vec!["ticketCode"]);
+    let r = verify(&p, &p.account.private, json!({"ticketCode": code, "gate": 1})).await;
+    assert_eq!(detail_fields(&assert_error(&r, 400, "validation_failed")), vec!["gate"]);
+    let r = verify(&p, &p.account.private, json!({"ticketCode": code, "checkedInBy": ""})).await;
+    assert_eq!(detail_fields(&assert_error(&r, 400, "validation_failed")), vec!["checkedInBy"]);
+}
+
+async fn sql(p: &PayApp, statement: &str, arg: &str) {
+    use sqlx::Connection;
+    sqlx::any::install_default_drivers();
+    let url = if p.database_url.is_empty() { p.config.effective_database_url() } else { p.database_url.clone() };
+    let mut conn = sqlx::AnyConnection::connect(&url).await.expect("connect");
+    sqlx::query(statement).bind(arg).execute(&mut conn).await.expect("sql");
+}
+
+async fn a_void_ticket_or_an_archived_campaign_never_checks_in(b: Backend) {
+    let p = spawn_paid(b).await;
+    let (c, tickets) = issued(&p, &p.account, 2).await;
+    let (void, open) = (code_of(&tickets[0]), code_of(&tickets[1]));
+    sql(&p, "UPDATE tickets SET status = 'void' WHERE ticket_code = $1", &void).await;
+    let r = verify(&p, &p.account.private, json!({"ticketCode": void, "autoVerify": true})).await;
+    assert_eq!(r.json()["data"]["result"], "void", "{}", r.json());
+    assert_eq!(r.json()["data"]["checkedIn"], false);
+    let r = verify_form1(&p, &p.account.public, json!({"ticketCode": void})).await;
+    assert_eq!(r.json()["data"]["status"], "void");
+    let (s, body) = p
+        .signed(Method::PATCH, &format!("/api/white-label/v1/campaigns/{c}"), Some(json!({"status": "archived"})))
+        .await;
+    assert_eq!(s, 200, "{body}");
+    let r = verify(&p, &p.account.private, json!({"ticketCode": open, "autoVerify": true})).await;
+    assert_eq!(r.json()["data"]["result"], "campaign_archived", "{}", r.json());
+    assert_eq!(r.json()["data"]["checkedIn"], false);
+}
+
+async fn sixty_four_concurrent_check_ins_of_one_ticket_check_it_in_exactly_once(b: Backend) {
+    let p = spawn_paid(b).await;
+    let (_, tickets) = issued(&p, &p.account, 1).await;
+    let code = code_of(&tickets[0]);
+    let client = p.client();
+    let mut tasks = Vec::new();
+    for i in 0..64 {
+        let client = client.clone();
+        let body =
+            serde_json::to_vec(&json!({"ticketCode": code, "autoVerify": true, "checkedInBy": format!("gate-{i}")}))
+                .expect("json");
+        tasks.push(tokio::spawn(async move { client.send_raw(Method::POST, VERIFY, body, None).await.expect("send") }));
+    }
+    let (mut won, mut already, mut other) = (0, 0, 0);
+    let mut by = std::collections::BTreeSet::new();
+    for t in tasks {
+        let r = t.await.expect("task");
+        let d = r.json()["data"].clone();
+        match (r.status, d["result"].as_str()) {
+            (200, Some("checked_in")) => won += 1,
+            (200, Some("already_checked_in")) => already += 1,
+            _ => other += 1,
+        }
+        if let Some(b) = d["checkedInBy"].as_str() {
+            by.insert(b.to_string());
+        }
+    }
+    assert_eq!((won, already, other), (1, 63, 0));
+    assert_eq!(by.len(), 1, "every answer names the one winner: {by:?}");
+    let audit = p.store.audit_entries(&p.account.id, 200).await.expect("audit");
+    assert_eq!(audit.iter().filter(|e| e.action == "ticket.checked_in").count(), 1);
+}
+
+on_both!(
+    a_signed_auto_verify_checks_in_once_then_answers_already_checked_in,
+    without_auto_verify_a_ticket_is_read_by_code_or_qr_token_and_not_checked_in,
+    form_1_with_a_domain_key_answers_status_and_checked_in_only,
+    unknown_tickets_and_other_accounts_tickets_are_404,
+    scopes_decide_who_may_read_and_who_may_check_in,
+    a_void_ticket_or_an_archived_campaign_never_checks_in,
+    sixty_four_concurrent_check_ins_of_one_ticket_check_it_in_exactly_once,
+);
