@@ -21,8 +21,9 @@ use crate::domain::check::{email, Check};
 use crate::domain::qr;
 use crate::domain::time::{now_ms, rfc3339};
 use crate::http::envelope::{ApiResponse, Envelope};
-use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, ApiJson, Caller, Signed};
+use crate::http::openapi::{BodyErrors, Conflict, NotFound, SignedErrors};
 use crate::notify::PASSCODE_EVENT;
 use crate::state::AppState;
 use crate::store::customers::{CustomerSession, NewChallenge, Verified};
@@ -135,12 +136,8 @@ fn retry_after_secs(ms: i64) -> u64 {
     security(("signed" = [])),
     request_body(content = RequestOtpIn, example = json!({"campaignId": "0190f5c2-8a4b-7c3d-9e1f-2a3b4c5d6e7f", "email": "ama@example.com"})),
     responses(
-        (status = 200, description = "A challenge; the passcode is e-mailed only when the address holds tickets in the campaign (the answer is the same either way)", body = Envelope<ChallengeOut>),
-        (status = 400, description = "campaignId or email missing or malformed", body = ErrorEnvelope),
-        (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
-        (status = 404, description = "No such campaign in this account", body = ErrorEnvelope),
-        (status = 413, body = ErrorEnvelope),
-        (status = 429, description = "Resend within 60 s for this campaign and address, or 5 passcodes to the address in the last hour (`rate_limited`, Retry-After)", body = ErrorEnvelope),
+        (status = 200, description = "A challenge; the passcode is e-mailed only when the address holds tickets in the campaign (the answer is the same either way). Errors:; 400: campaignId or email missing or malformed; 404: No such campaign in this account; 429: Resend within 60 s for this campaign and address, or 5 passcodes to the address in the last hour (`rate_limited`, Retry-After)", body = Envelope<ChallengeOut>),
+        SignedErrors, BodyErrors, NotFound,
     )
 )]
 pub async fn request_otp(
@@ -221,12 +218,8 @@ fn scoped_campaign<'a>(caller: &Caller, campaign: &'a str) -> Result<&'a str, Ap
     security(("signed" = [])),
     request_body(content = VerifyOtpIn, example = json!({"challengeId": "otp_…", "code": "042917"})),
     responses(
-        (status = 200, description = "A customer session for the challenge's campaign and e-mail, 24 hours", body = Envelope<SessionOut>),
-        (status = 400, description = "Missing fields, a code that is not 6 digits, or a wrong code (`validation_failed`; the detail says how many tries are left)", body = ErrorEnvelope),
-        (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
-        (status = 404, description = "No such challenge in this account", body = ErrorEnvelope),
-        (status = 409, description = "The challenge is locked (5 wrong codes), expired (10 minutes) or already used (`conflict`): request a new passcode", body = ErrorEnvelope),
-        (status = 413, body = ErrorEnvelope), (status = 429, body = ErrorEnvelope),
+        (status = 200, description = "A customer session for the challenge's campaign and e-mail, 24 hours. Errors:; 400: Missing fields, a code that is not 6 digits, or a wrong code (`validation_failed`; the detail says how many tries are left); 404: No such challenge in this account; 409: The challenge is locked (5 wrong codes), expired (10 minutes) or already used (`conflict`): request a new passcode", body = Envelope<SessionOut>),
+        SignedErrors, BodyErrors, NotFound, Conflict,
     )
 )]
 pub async fn verify_otp(
@@ -305,12 +298,8 @@ async fn session(
     security(("signed" = [])),
     request_body(content = ListIn, example = json!({"sessionToken": "tms_…"})),
     responses(
-        (status = 200, description = "The session's tickets in its campaign, each with its QR token", body = Envelope<Vec<MyTicketOut>>),
-        (status = 400, body = ErrorEnvelope),
-        (status = 401, description = "Unknown or expired session (`invalid_key`)", body = ErrorEnvelope),
-        (status = 403, body = ErrorEnvelope),
-        (status = 404, description = "The session belongs to another account or campaign", body = ErrorEnvelope),
-        (status = 413, body = ErrorEnvelope), (status = 429, body = ErrorEnvelope),
+        (status = 200, description = "The session's tickets in its campaign, each with its QR token. Errors:; 401: Unknown or expired session (`invalid_key`); 404: The session belongs to another account or campaign", body = Envelope<Vec<MyTicketOut>>),
+        SignedErrors, BodyErrors, NotFound,
     )
 )]
 pub async fn list(
@@ -337,12 +326,8 @@ pub async fn list(
     security(("signed" = [])),
     request_body(content = QrIn, example = json!({"sessionToken": "tms_…", "ticketCode": "7K3M-Q9XD-2HRT-8VWN-C4PA"})),
     responses(
-        (status = 200, description = "The ticket's QR code (of its QR token) as SVG and PNG", body = Envelope<QrOut>),
-        (status = 400, body = ErrorEnvelope),
-        (status = 401, description = "Unknown or expired session (`invalid_key`)", body = ErrorEnvelope),
-        (status = 403, body = ErrorEnvelope),
-        (status = 404, description = "The session belongs to another account or campaign, or the ticket is not the session's", body = ErrorEnvelope),
-        (status = 413, body = ErrorEnvelope), (status = 429, body = ErrorEnvelope),
+        (status = 200, description = "The ticket's QR code (of its QR token) as SVG and PNG. Errors:; 401: Unknown or expired session (`invalid_key`); 404: The session belongs to another account or campaign, or the ticket is not the session's", body = Envelope<QrOut>),
+        SignedErrors, BodyErrors, NotFound,
     )
 )]
 pub async fn qr(

@@ -10,8 +10,9 @@ use crate::domain::check::{email, free_object, phone, text, Check};
 use crate::domain::time::{now_ms, rfc3339};
 use crate::domain::{DomainError, FieldError};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, ApiJson, ApiQuery, Signed};
+use crate::http::openapi::{BodyErrors, NotFound, QueryErrors, SignedErrors};
 use crate::state::AppState;
 use crate::store::notifications::{NewNotification, Notification, NotificationQuery};
 
@@ -104,10 +105,8 @@ fn parse_status(field: &str, s: &str) -> Result<String, DomainError> {
     security(("signed" = [])),
     request_body(content = NotificationIn, example = json!({"channel": "email", "eventType": "event.reminder", "recipient": "ama@example.com", "subject": "Doors open at 6", "payload": {"title": "Doors open at 6", "text": "See you tonight."}})),
     responses(
-        (status = 202, description = "Queued for delivery", body = Envelope<AcceptedOut>),
-        (status = 400, description = "A field is missing or invalid (`validation_failed`, details name each)", body = ErrorEnvelope),
-        (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
-        (status = 413, body = ErrorEnvelope), (status = 429, body = ErrorEnvelope),
+        (status = 202, description = "Queued for delivery. Errors:; 400: A field is missing or invalid (`validation_failed`, details name each)", body = Envelope<AcceptedOut>),
+        SignedErrors, BodyErrors,
     )
 )]
 pub async fn create(
@@ -180,9 +179,7 @@ pub async fn create(
     params(("id" = String, Path, description = "The notification id")),
     responses(
         (status = 200, body = Envelope<NotificationOut>),
-        (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
-        (status = 404, description = "No such notification in this account", body = ErrorEnvelope),
-        (status = 429, body = ErrorEnvelope),
+        SignedErrors, NotFound,
     )
 )]
 pub async fn show(
@@ -214,8 +211,7 @@ pub struct ListParams {
     params(ListParams),
     responses(
         (status = 200, description = "The account's notifications, newest first", body = ListEnvelope<NotificationOut>),
-        (status = 400, body = ErrorEnvelope), (status = 401, body = ErrorEnvelope), (status = 403, body = ErrorEnvelope),
-        (status = 429, body = ErrorEnvelope),
+        SignedErrors, QueryErrors,
     )
 )]
 pub async fn list(

@@ -12,8 +12,9 @@ use crate::domain::payments::normalize_ticket_code;
 use crate::domain::scopes::Scope;
 use crate::domain::time::{now_ms, rfc3339};
 use crate::http::envelope::{ApiResponse, Envelope};
-use crate::http::error::{ApiError, ApiResult, ErrorEnvelope};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, AnyKey, ApiJson, Scheme};
+use crate::http::openapi::{AnyKeyErrors, BodyErrors, NotFound};
 use crate::state::AppState;
 use crate::store::payments::Ticket;
 use crate::store::tickets::CheckIn;
@@ -149,12 +150,8 @@ pub enum VerifyAnswer {
     security(("signed" = []), ("domainKey" = [])),
     request_body(content = VerifyIn, example = json!({"ticketCode": "7K3M-Q9XD-2HRT-8VWN-C4PA", "autoVerify": true, "checkedInBy": "gate-3"})),
     responses(
-        (status = 200, description = "Form 2 (signed): the verification view with `result`; Form 1 (domain key): `{status, checkedIn}` only", body = Envelope<VerifyAnswer>),
-        (status = 400, description = "`ticketCode` missing or malformed, or a Form 2 field sent with a domain key", body = ErrorEnvelope),
-        (status = 401, body = ErrorEnvelope),
-        (status = 403, description = "The key lacks tickets:read, or the domain is not approved", body = ErrorEnvelope),
-        (status = 404, description = "No such ticket in this account (or in this campaign key's campaign)", body = ErrorEnvelope),
-        (status = 413, body = ErrorEnvelope), (status = 429, body = ErrorEnvelope),
+        (status = 200, description = "Form 2 (signed): the verification view with `result`; Form 1 (domain key): `{status, checkedIn}` only. Errors:; 400: `ticketCode` missing or malformed, or a Form 2 field sent with a domain key; 403: The key lacks tickets:read, or the domain is not approved; 404: No such ticket in this account (or in this campaign key's campaign)", body = Envelope<VerifyAnswer>),
+        AnyKeyErrors, BodyErrors, NotFound,
     )
 )]
 pub async fn verify(
