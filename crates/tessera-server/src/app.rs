@@ -33,7 +33,8 @@ impl Application {
             started_at_ms: now_ms(),
             openapi_json: crate::http::openapi().to_json().context("openapi")?,
             worker_id: crate::domain::new_id(),
-            webhooks: crate::store::webhooks::WebhookWriter::start(store.clone()),
+            webhooks: crate::store::webhooks::webhook_writer(store.clone()),
+            checkins: crate::store::tickets::checkin_writer(store.clone()),
             outbound: Outbound::new(
                 Duration::from_millis(config.providers.timeout_ms),
                 config.security.allow_private_endpoints,

@@ -28,6 +28,8 @@ pub struct AppInner {
     pub worker_id: String,
     /// Group-committing writer of provider callbacks (D6.2 hand-off).
     pub webhooks: WebhookWriter,
+    /// Group-committing writer of the gate's check-ins (D7.3).
+    pub checkins: crate::store::tickets::CheckinWriter,
     /// Outbound HTTP to providers and gateways (D16.25).
     pub outbound: Outbound,
 }

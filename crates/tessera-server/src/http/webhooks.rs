@@ -103,7 +103,7 @@ pub async fn receive(
     let payload = std::str::from_utf8(&body).map_err(|_| ApiError::malformed_json("the body is not UTF-8"))?;
     let new = state
         .webhooks
-        .record(NewWebhook {
+        .write(NewWebhook {
             provider: id.as_str(),
             event_key: event.event_key(),
             event: event.event,

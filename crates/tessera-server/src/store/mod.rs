@@ -10,6 +10,7 @@ pub mod audit;
 pub mod campaigns;
 pub mod customers;
 pub mod domains;
+pub mod group_commit;
 pub mod jobs;
 pub mod keys;
 pub mod ledger;

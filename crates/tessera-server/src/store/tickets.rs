@@ -1,7 +1,8 @@
 //! Tickets at the gate (D7): lookup by ticket code or QR token, and the exactly-once check-in.
 //! The check-in is one conditional update (`... AND checked_in = 0 AND status = 'valid'`) with
 //! its audit entry in the same transaction, so under any concurrency one caller wins and every
-//! other caller reads the winner's `checkedInAt` and `checkedInBy`.
+//! other caller reads the winner's `checkedInAt` and `checkedInBy`. Check-ins arriving together
+//! share one transaction (group commit), each answered once its own is committed.
 use sqlx::Row;
 
 use super::audit::{record, Audit};
@@ -24,6 +25,28 @@ pub enum CheckIn {
     Already(Ticket),
     /// The ticket is void, or its campaign is archived: never checked in.
     Refused(GateTicket),
+}
+
+/// One check-in for the group-committing writer (owned, so it can wait in its queue).
+#[derive(Debug, Clone)]
+pub struct CheckInRequest {
+    pub account_id: String,
+    pub ticket_id: String,
+    pub by: String,
+    pub now: i64,
+    pub key_id: Option<String>,
+    pub request_id: Option<String>,
+    pub action: String,
+    pub entity_type: String,
+    pub summary: serde_json::Value,
+}
+
+/// The group-committing writer of check-ins (answers: whether each one won).
+pub type CheckinWriter = super::group_commit::GroupCommit<CheckInRequest, bool>;
+
+/// Starts the check-in writer.
+pub fn checkin_writer(store: Store) -> CheckinWriter {
+    CheckinWriter::start(store, |store, requests| Box::pin(store.check_in_batch(requests)))
 }
 
 fn gate_from_row(r: &sqlx::any::AnyRow) -> StoreResult<GateTicket> {
@@ -53,9 +76,11 @@ impl Store {
     }
 
     /// Checks a ticket in, once (D7.3): the conditional update and its audit entry commit
-    /// together; when the update matches no row, the ticket as it now is tells why.
+    /// together (group-committed with other check-ins by `writer`); when the update matches no
+    /// row, the ticket as it now is tells why.
     pub async fn check_in(
         &self,
+        writer: &CheckinWriter,
         account_id: &str,
         gate: GateTicket,
         by: &str,
@@ -63,30 +88,26 @@ impl Store {
         audit: Audit<'_>,
     ) -> StoreResult<CheckIn> {
         let id = gate.ticket.id.clone();
-        let mut tx = self.writer().begin().await?;
-        let n = sqlx::query(
-            "UPDATE tickets SET checked_in = 1, checked_in_at = $1, checked_in_by = $2 \
-             WHERE id = $3 AND account_id = $4 AND checked_in = 0 AND status = 'valid' \
-             AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = tickets.campaign_id AND c.status <> 'archived')",
-        )
-        .bind(now)
-        .bind(by)
-        .bind(&id)
-        .bind(account_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if n == 1 {
-            let entry = Audit { entity_id: &id, request_id: audit.request_id.clone(), ..audit };
-            record(&mut tx, account_id, &entry).await?;
-            tx.commit().await?;
+        let won = writer
+            .write(CheckInRequest {
+                account_id: account_id.to_string(),
+                ticket_id: id.clone(),
+                by: by.to_string(),
+                now,
+                key_id: audit.key_id.map(str::to_string),
+                request_id: audit.request_id.clone(),
+                action: audit.action.to_string(),
+                entity_type: audit.entity_type.to_string(),
+                summary: audit.summary.clone(),
+            })
+            .await?;
+        if won {
             let mut ticket = gate.ticket;
             ticket.checked_in = true;
             ticket.checked_in_at = Some(now);
             ticket.checked_in_by = Some(by.to_string());
             return Ok(CheckIn::CheckedIn(ticket));
         }
-        tx.rollback().await?;
         // Someone else won, or the ticket cannot be checked in: the row as it now is says which.
         let row = sqlx::query(&format!(
             "SELECT {TICKET_COLUMNS}, c.status AS campaign_status {TICKET_FROM} WHERE k.id = $1 AND k.account_id = $2"
@@ -98,6 +119,41 @@ impl Store {
         .ok_or(StoreError::NotFound("ticket"))?;
         let t = gate_from_row(&row)?;
         Ok(if t.ticket.checked_in { CheckIn::Already(t.ticket) } else { CheckIn::Refused(t) })
+    }
+
+    /// Check-ins in one transaction: each a conditional update, with its audit entry when it
+    /// won. Returns, per request, whether it checked the ticket in.
+    pub async fn check_in_batch(&self, requests: &[CheckInRequest]) -> StoreResult<Vec<bool>> {
+        let mut tx = self.writer().begin().await?;
+        let mut won = Vec::with_capacity(requests.len());
+        for r in requests {
+            let n = sqlx::query(
+                "UPDATE tickets SET checked_in = 1, checked_in_at = $1, checked_in_by = $2 \
+                 WHERE id = $3 AND account_id = $4 AND checked_in = 0 AND status = 'valid' \
+                 AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = tickets.campaign_id AND c.status <> 'archived')",
+            )
+            .bind(r.now)
+            .bind(&r.by)
+            .bind(&r.ticket_id)
+            .bind(&r.account_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if n == 1 {
+                let entry = Audit {
+                    key_id: r.key_id.as_deref(),
+                    request_id: r.request_id.clone(),
+                    action: &r.action,
+                    entity_type: &r.entity_type,
+                    entity_id: &r.ticket_id,
+                    summary: r.summary.clone(),
+                };
+                record(&mut tx, &r.account_id, &entry).await?;
+            }
+            won.push(n == 1);
+        }
+        tx.commit().await?;
+        Ok(won)
     }
 
     /// The tickets a holder has in one campaign of the account (my-tickets), in issue order.

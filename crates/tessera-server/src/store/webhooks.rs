@@ -2,14 +2,13 @@
 //! written in one transaction before the 200 is sent; a second delivery of the same event
 //! (same provider and event key, D16.7) writes nothing.
 //!
-//! Intake is group-committed: [`WebhookWriter`] gathers the events that arrive while a commit is
+//! Intake is group-committed ([`super::group_commit`]): [`WebhookWriter`] gathers the events that arrive while a commit is
 //! under way and writes them together in the next transaction, so each request still waits for
 //! its own event to be durable but a burst pays for one commit, not one per event.
 use sqlx::Row;
-use tokio::sync::{mpsc, oneshot};
 
 use super::jobs::{self, queue};
-use super::{Store, StoreError, StoreResult};
+use super::{Store, StoreResult};
 use crate::domain::new_id;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,69 +34,19 @@ pub struct NewWebhook {
     pub payload: String,
 }
 
-type Pending = (NewWebhook, oneshot::Sender<StoreResult<bool>>);
+/// The group-committing writer of webhook events (answers: whether each was new).
+pub type WebhookWriter = super::group_commit::GroupCommit<NewWebhook, bool>;
 
-/// Most events one group commit writes.
-const MAX_BATCH: usize = 256;
-
-/// The group-committing writer of webhook events; cheap to clone.
-#[derive(Clone, Debug)]
-pub struct WebhookWriter {
-    queue: mpsc::Sender<Pending>,
-}
-
-impl WebhookWriter {
-    /// Starts the writer task; it ends when the last handle is dropped.
-    pub fn start(store: Store) -> Self {
-        let (queue, mut rx) = mpsc::channel::<Pending>(4 * MAX_BATCH);
-        tokio::spawn(async move {
-            while let Some(first) = rx.recv().await {
-                let mut batch = vec![first];
-                while batch.len() < MAX_BATCH {
-                    match rx.try_recv() {
-                        Ok(next) => batch.push(next),
-                        Err(_) => break,
-                    }
-                }
-                let now = crate::domain::time::now_ms();
-                let events: Vec<&NewWebhook> = batch.iter().map(|(w, _)| w).collect();
-                match store.record_webhooks(&events, now).await {
-                    Ok(results) => {
-                        for ((_, reply), inserted) in batch.into_iter().zip(results) {
-                            let _ = reply.send(Ok(inserted));
-                        }
-                    }
-                    // One event the database refuses must not fail the others: each alone.
-                    Err(_) => {
-                        for (w, reply) in batch {
-                            let r =
-                                store.record_webhooks(&[&w], now).await.map(|v| v.first().copied().unwrap_or(false));
-                            let _ = reply.send(r);
-                        }
-                    }
-                }
-            }
-        });
-        WebhookWriter { queue }
-    }
-
-    /// Stores the event and its reconciliation job; returns once they are committed (false for
-    /// a duplicate).
-    pub async fn record(&self, event: NewWebhook) -> StoreResult<bool> {
-        let (reply, answer) = oneshot::channel();
-        self.queue
-            .send((event, reply))
-            .await
-            .map_err(|_| StoreError::Corrupt("the webhook writer has stopped".into()))?;
-        answer.await.map_err(|_| StoreError::Corrupt("the webhook writer has stopped".into()))?
-    }
+/// Starts the webhook writer.
+pub fn webhook_writer(store: Store) -> WebhookWriter {
+    WebhookWriter::start(store, |store, events| Box::pin(store.record_webhooks(events, crate::domain::time::now_ms())))
 }
 
 impl Store {
     /// Stores verified events and queues their reconciliation, in one transaction of two
     /// statements whatever the batch's size. Returns, per event, whether it was new (false for a
     /// duplicate, including a second copy within the same batch).
-    pub async fn record_webhooks(&self, events: &[&NewWebhook], now: i64) -> StoreResult<Vec<bool>> {
+    pub async fn record_webhooks(&self, events: &[NewWebhook], now: i64) -> StoreResult<Vec<bool>> {
         if events.is_empty() {
             return Ok(Vec::new());
         }

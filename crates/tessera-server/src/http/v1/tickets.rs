@@ -196,7 +196,7 @@ pub async fn verify(
     let by = by.unwrap_or_else(|| caller.key_id.clone());
     let mut entry = audit(&caller, "ticket.checked_in", "ticket");
     entry.summary = serde_json::json!({"campaignId": gate.ticket.campaign_id, "checkedInBy": by});
-    let out = match state.store.check_in(&caller.account_id, gate, &by, now_ms(), entry).await? {
+    let out = match state.store.check_in(&state.checkins, &caller.account_id, gate, &by, now_ms(), entry).await? {
         CheckIn::CheckedIn(t) => verify_out("checked_in", t),
         CheckIn::Already(t) => verify_out("already_checked_in", t),
         CheckIn::Refused(g) if g.ticket.status == "void" => verify_out("void", g.ticket),
