@@ -84,6 +84,41 @@ async fn call(client: &Client, method: Method, path: &str, body: Option<Value>) 
     (r.status, r.json())
 }
 
+/// A running ticketing campaign with a 30 GHS ticket type, and a pending purchase of three
+/// seats: returns its reference.
+async fn buy_three_seats(client: &Client, title: &str, email: &str) -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).expect("rfc3339");
+    let (s, c) = call(
+        client,
+        Method::POST,
+        "/api/white-label/v1/campaigns",
+        Some(json!({"title": title, "description": "Money must survive a kill -9.", "campaign_type": "ticketing",
+            "status": "approved", "start_date": fmt(now - time::Duration::days(1)), "end_date": fmt(now + time::Duration::days(9))})),
+    )
+    .await;
+    assert_eq!(s, 201, "{c}");
+    let campaign = c["data"]["id"].as_str().expect("id").to_string();
+    let (s, t) = call(
+        client,
+        Method::POST,
+        "/api/white-label/v1/ticket-types",
+        Some(json!({"campaignId": campaign, "name": "Floor", "price": 30, "quantity_available": 10})),
+    )
+    .await;
+    assert_eq!(s, 201, "{t}");
+    let ticket = t["data"]["id"].as_str().expect("id").to_string();
+    let (s, init) = call(
+        client,
+        Method::POST,
+        "/api/white-label/v1/payments/initialize",
+        Some(json!({"campaign_id": campaign, "ticket_id": ticket, "email": email, "quantity": 3})),
+    )
+    .await;
+    assert_eq!(s, 200, "{init}");
+    init["data"]["reference"].as_str().expect("reference").to_string()
+}
+
 async fn a_sigkill_between_hand_off_and_reconciliation_loses_nothing_and_pays_once(b: Backend) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = match &b {
@@ -117,36 +152,7 @@ async fn a_sigkill_between_hand_off_and_reconciliation_loses_nothing_and_pays_on
 
     // First life: no workers, so a stored webhook cannot be reconciled before the kill.
     let mut first = server.start(&addr, false);
-    let now = time::OffsetDateTime::now_utc();
-    let fmt = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).expect("rfc3339");
-    let (s, c) = call(
-        &client,
-        Method::POST,
-        "/api/white-label/v1/campaigns",
-        Some(json!({"title": "Crash Night", "description": "Money must survive a kill -9.", "campaign_type": "ticketing",
-            "status": "approved", "start_date": fmt(now - time::Duration::days(1)), "end_date": fmt(now + time::Duration::days(9))})),
-    )
-    .await;
-    assert_eq!(s, 201, "{c}");
-    let campaign = c["data"]["id"].as_str().expect("id").to_string();
-    let (s, t) = call(
-        &client,
-        Method::POST,
-        "/api/white-label/v1/ticket-types",
-        Some(json!({"campaignId": campaign, "name": "Floor", "price": 30, "quantity_available": 10})),
-    )
-    .await;
-    assert_eq!(s, 201, "{t}");
-    let ticket = t["data"]["id"].as_str().expect("id").to_string();
-    let (s, init) = call(
-        &client,
-        Method::POST,
-        "/api/white-label/v1/payments/initialize",
-        Some(json!({"campaign_id": campaign, "ticket_id": ticket, "email": "crash@example.com", "quantity": 3})),
-    )
-    .await;
-    assert_eq!(s, 200, "{init}");
-    let reference = init["data"]["reference"].as_str().expect("reference").to_string();
+    let reference = buy_three_seats(&client, "Crash Night", "crash@example.com").await;
 
     // The provider confirms; the webhook is stored and answered 200 (the hand-off) ...
     let r = reqwest::Client::new()
@@ -262,36 +268,7 @@ async fn a_sigkill_between_the_transfer_call_and_its_result_pays_withdrawals_onc
     // First life, no workers: money comes in (confirmed through payments/verify) and a
     // withdrawal is created with its hold and payout job.
     let mut first = server.start_with(&addr, false, &env);
-    let now = time::OffsetDateTime::now_utc();
-    let fmt = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).expect("rfc3339");
-    let (s, c) = call(
-        &client,
-        Method::POST,
-        "/api/white-label/v1/campaigns",
-        Some(json!({"title": "Payout Night", "description": "A payout must survive a kill -9.", "campaign_type": "ticketing",
-            "status": "approved", "start_date": fmt(now - time::Duration::days(1)), "end_date": fmt(now + time::Duration::days(9))})),
-    )
-    .await;
-    assert_eq!(s, 201, "{c}");
-    let campaign = c["data"]["id"].as_str().expect("id").to_string();
-    let (s, t) = call(
-        &client,
-        Method::POST,
-        "/api/white-label/v1/ticket-types",
-        Some(json!({"campaignId": campaign, "name": "Floor", "price": 30, "quantity_available": 10})),
-    )
-    .await;
-    assert_eq!(s, 201, "{t}");
-    let ticket = t["data"]["id"].as_str().expect("id").to_string();
-    let (s, init) = call(
-        &client,
-        Method::POST,
-        "/api/white-label/v1/payments/initialize",
-        Some(json!({"campaign_id": campaign, "ticket_id": ticket, "email": "payout@example.com", "quantity": 3})),
-    )
-    .await;
-    assert_eq!(s, 200, "{init}");
-    let reference = init["data"]["reference"].as_str().expect("reference").to_string();
+    let reference = buy_three_seats(&client, "Payout Night", "payout@example.com").await;
     let r = reqwest::Client::new()
         .post(format!("{}/sandbox/charges/{reference}/succeed", sandbox.base_url()))
         .json(&json!({"deliver": false}))
