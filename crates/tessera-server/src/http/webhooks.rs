@@ -56,12 +56,12 @@ async fn signed_by_a_known_secret(state: &AppState, id: ProviderId, body: &[u8],
         Err(_) => return false,
     };
     let Ok(settings) = payments_settings(state, &account_id).await else { return false };
-    match credentials(state, &account_id, &settings, id) {
-        Some(c) if c.account_supplied || settings.get("useSharedDefaults").and_then(Value::as_bool) == Some(false) => {
-            provider.verify_signature(c.secret_key.expose_secret().as_bytes(), body, signature)
-        }
-        _ => false,
+    // An account on the shared defaults signs with the platform's secret, already tried above.
+    if settings.get("useSharedDefaults").and_then(Value::as_bool) != Some(false) {
+        return false;
     }
+    credentials(state, &account_id, &settings, id)
+        .is_some_and(|c| provider.verify_signature(c.secret_key.expose_secret().as_bytes(), body, signature))
 }
 
 /// POST /api/white-label/webhooks/{provider} — provider signature, no tenant key

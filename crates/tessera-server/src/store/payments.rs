@@ -4,6 +4,8 @@
 //! - a credit sets `credited` from 0 to 1 (the one writer of the `charge` and `fee` entries,
 //!   which the ledger's unique (kind, reference) also refuses twice);
 //! - a release moves `status` from `pending` only.
+use std::collections::HashMap;
+
 use serde_json::{json, Value};
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -522,22 +524,38 @@ impl Store {
         rows.iter().map(ticket_from_row).collect()
     }
 
-    /// Tickets of several transactions (list reads), by reference.
-    pub async fn tickets_of_many(&self, references: &[String]) -> StoreResult<Vec<Ticket>> {
+    /// Tickets of several transactions (list reads), grouped by reference, in issue order.
+    pub async fn tickets_of_many(&self, references: &[String]) -> StoreResult<HashMap<String, Vec<Ticket>>> {
+        let mut out: HashMap<String, Vec<Ticket>> = HashMap::new();
         if references.is_empty() {
-            return Ok(Vec::new());
+            return Ok(out);
         }
-        let marks: Vec<String> = (1..=references.len()).map(|i| format!("${i}")).collect();
         let sql = format!(
             "SELECT {TICKET_COLUMNS} {TICKET_FROM} WHERE k.transaction_reference IN ({}) ORDER BY k.created_at, k.id",
-            marks.join(", ")
+            placeholders(references.len())
         );
-        let mut q = sqlx::query(&sql);
-        for r in references {
-            q = q.bind(r);
+        for row in bind_all(sqlx::query(&sql), references).fetch_all(self.reader()).await? {
+            let t = ticket_from_row(&row)?;
+            out.entry(t.transaction_reference.clone()).or_default().push(t);
         }
-        let rows = q.fetch_all(self.reader()).await?;
-        rows.iter().map(ticket_from_row).collect()
+        Ok(out)
+    }
+
+    /// The donation ids of several transactions (list reads), by reference.
+    pub async fn donations_of_many(&self, references: &[String]) -> StoreResult<HashMap<String, String>> {
+        if references.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let sql = format!(
+            "SELECT id, transaction_reference FROM donations WHERE transaction_reference IN ({})",
+            placeholders(references.len())
+        );
+        bind_all(sqlx::query(&sql), references)
+            .fetch_all(self.reader())
+            .await?
+            .iter()
+            .map(|r| Ok((r.try_get("transaction_reference")?, r.try_get("id")?)))
+            .collect()
     }
 
     /// The id of the donation a transaction recorded.
@@ -709,6 +727,21 @@ impl Store {
         tx.commit().await?;
         Ok(true)
     }
+}
+
+/// `$1, $2, …, $n` for an `IN (…)` list.
+fn placeholders(n: usize) -> String {
+    (1..=n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
+fn bind_all<'q>(
+    mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    values: &'q [String],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for v in values {
+        q = q.bind(v.as_str());
+    }
+    q
 }
 
 async fn release_hold(

@@ -737,18 +737,17 @@ pub async fn list(
     campaign_filter(&state, &caller.account_id, q.campaign_id.as_deref()).await?;
     let query = TransactionQuery { status, campaign_id: q.campaign_id, transaction_type: kind, page, limit };
     let (items, total) = state.store.list_transactions(&caller.account_id, &query).await?;
+    // One read for the page's tickets and one for its donations, whatever the page's size.
     let references: Vec<String> = items.iter().map(|t| t.reference.clone()).collect();
     let mut tickets = state.store.tickets_of_many(&references).await?;
-    let mut out = Vec::with_capacity(items.len());
-    for t in items {
-        let mine: Vec<TicketOut> = {
-            let (m, rest): (Vec<_>, Vec<_>) = tickets.into_iter().partition(|k| k.transaction_reference == t.reference);
-            tickets = rest;
-            m.into_iter().map(Into::into).collect()
-        };
-        let donation =
-            if t.transaction_type == "donation" { state.store.donation_of(&t.reference).await? } else { None };
-        out.push(payment_out(t, mine, donation));
-    }
+    let mut donations = state.store.donations_of_many(&references).await?;
+    let out = items
+        .into_iter()
+        .map(|t| {
+            let mine = tickets.remove(&t.reference).unwrap_or_default().into_iter().map(Into::into).collect();
+            let donation = donations.remove(&t.reference);
+            payment_out(t, mine, donation)
+        })
+        .collect();
     Ok(ApiResponse::list(out, pagination(page, limit, total)))
 }
