@@ -58,6 +58,9 @@ pub struct AccountView {
     pub domains: Vec<Domain>,
     /// Every stored settings category, secrets masked (D4.3).
     pub settings: Map<String, Value>,
+    /// The `data` of `GET /context`, rendered once per view (it depends on nothing else), so
+    /// that a signed read of it costs a copy rather than a clone and a serialization.
+    pub context_json: std::sync::OnceLock<Vec<u8>>,
 }
 
 pub struct KeyDirectory {
@@ -151,7 +154,7 @@ impl KeyDirectory {
                 (category, config)
             })
             .collect();
-        let view = Arc::new(AccountView { account, domains, settings });
+        let view = Arc::new(AccountView { account, domains, settings, context_json: Default::default() });
         self.remember(&self.views, generation, account_id, &view);
         Ok(view)
     }

@@ -78,6 +78,22 @@ impl<T: Serialize> ApiResponse<T> {
     }
 }
 
+/// A 200 whose `data` is JSON already rendered (for answers cached as bytes): the same envelope
+/// as [`ApiResponse::ok`], assembled around the bytes instead of serializing `data` again.
+pub fn ok_rendered(data_json: &[u8]) -> Response {
+    let id = request_id();
+    let mut body = Vec::with_capacity(data_json.len() + id.len() + 48);
+    body.extend_from_slice(br#"{"success":true,"data":"#);
+    body.extend_from_slice(data_json);
+    body.extend_from_slice(br#","requestId":"#);
+    // Request ids are validated or generated as [A-Za-z0-9._-] (or "-"), but escape regardless.
+    match serde_json::to_writer(&mut body, &id) {
+        Ok(()) => body.push(b'}'),
+        Err(e) => return super::error::ApiError::internal(e).into_response(),
+    }
+    (StatusCode::OK, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
 impl<T: Serialize> IntoResponse for ApiResponse<T> {
     fn into_response(self) -> Response {
         let body = Body { success: true, data: &self.data, pagination: self.pagination, request_id: request_id() };

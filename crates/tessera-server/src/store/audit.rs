@@ -48,6 +48,39 @@ pub(crate) async fn record(conn: &mut sqlx::AnyConnection, account_id: &str, a: 
     Ok(())
 }
 
+/// Several audit entries (each with its account) in one statement, as one transaction's part.
+pub(crate) async fn record_many(conn: &mut sqlx::AnyConnection, entries: &[(&str, Audit<'_>)]) -> StoreResult<()> {
+    // Nine parameters a row; the callers' batches (at most a few hundred) stay far under the
+    // databases' parameter limits.
+    let rows: Vec<String> = (0..entries.len())
+        .map(|i| {
+            let p: Vec<String> = (1..=9).map(|c| format!("${}", i * 9 + c)).collect();
+            format!("({})", p.join(", "))
+        })
+        .collect();
+    let sql = format!(
+        "INSERT INTO audit_log (id, account_id, key_id, action, entity_type, entity_id, summary, request_id, created_at) \
+         VALUES {}",
+        rows.join(", ")
+    );
+    let now = now_ms();
+    let mut q = sqlx::query(&sql);
+    for (account_id, a) in entries {
+        q = q
+            .bind(new_id())
+            .bind(*account_id)
+            .bind(a.key_id)
+            .bind(a.action)
+            .bind(a.entity_type)
+            .bind(a.entity_id)
+            .bind(a.summary.to_string())
+            .bind(a.request_id.as_deref())
+            .bind(now);
+    }
+    q.execute(conn).await?;
+    Ok(())
+}
+
 impl Store {
     /// Newest first.
     pub async fn audit_entries(&self, account_id: &str, limit: i64) -> StoreResult<Vec<AuditEntry>> {

@@ -19,6 +19,7 @@ pub mod participants;
 pub mod payments;
 pub mod query;
 pub mod settings;
+pub mod sqlite_read;
 pub mod submissions;
 pub mod ticket_types;
 pub mod tickets;
@@ -49,6 +50,9 @@ pub enum StoreError {
     Db(#[from] sqlx::Error),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// A read on the synchronous SQLite path ([`sqlite_read`]) failed.
+    #[error("database read: {0}")]
+    Read(String),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -91,6 +95,8 @@ pub struct Store {
     writer: AnyPool,
     reader: AnyPool,
     backend: Backend,
+    /// SQLite files only: small hot reads run in place ([`sqlite_read`]).
+    fast_reader: Option<std::sync::Arc<sqlite_read::SyncReader>>,
 }
 
 const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -150,7 +156,8 @@ impl Store {
                         })
                     })
                     .connect_lazy_with(AnyConnectOptions::from_str(&ro_url)?);
-                Store { writer, reader, backend }
+                let fast_reader = sqlite_file(url).map(|p| std::sync::Arc::new(sqlite_read::SyncReader::new(p)));
+                Store { writer, reader, backend, fast_reader }
             }
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
@@ -158,7 +165,7 @@ impl Store {
                     .acquire_timeout(Duration::from_secs(30))
                     .connect_with(AnyConnectOptions::from_str(url)?)
                     .await?;
-                Store { writer: pool.clone(), reader: pool, backend }
+                Store { writer: pool.clone(), reader: pool, backend, fast_reader: None }
             }
         };
         store.migrate().await?;
@@ -175,6 +182,11 @@ impl Store {
 
     pub(crate) fn reader(&self) -> &AnyPool {
         &self.reader
+    }
+
+    /// The synchronous SQLite reader, on a SQLite file (not PostgreSQL, not `:memory:`).
+    pub(crate) fn fast_reader(&self) -> Option<&sqlite_read::SyncReader> {
+        self.fast_reader.as_deref()
     }
 
     /// Applies the embedded migrations not yet applied, each in its own transaction.

@@ -12,6 +12,7 @@ use sqlx::Row;
 
 use super::jobs::{self, queue};
 use super::query::{Arg, Filter};
+use super::sqlite_read::Get;
 use super::{Store, StoreError, StoreResult};
 use crate::domain::new_id;
 use crate::domain::payments::{new_qr_token, new_ticket_code, TransactionType, TxStatus};
@@ -144,23 +145,24 @@ pub(crate) const TICKET_COLUMNS: &str = "k.id, k.ticket_code, k.qr_token, k.stat
 pub(crate) const TICKET_FROM: &str =
     "FROM tickets k JOIN ticket_types tt ON tt.id = k.ticket_type_id JOIN campaigns c ON c.id = k.campaign_id";
 
-pub(crate) fn ticket_from_row(r: &AnyRow) -> StoreResult<Ticket> {
+/// A ticket from a row of either driver (`sqlite_read::Get`).
+pub(crate) fn ticket_from_row(r: &impl Get) -> StoreResult<Ticket> {
     Ok(Ticket {
-        id: r.try_get("id")?,
-        ticket_code: r.try_get("ticket_code")?,
-        qr_token: r.try_get("qr_token")?,
-        status: r.try_get("status")?,
-        checked_in: r.try_get::<i64, _>("checked_in")? != 0,
-        checked_in_at: r.try_get("checked_in_at")?,
-        checked_in_by: r.try_get("checked_in_by")?,
-        ticket_type_id: r.try_get("ticket_type_id")?,
-        ticket_type_name: r.try_get("ticket_type_name")?,
-        campaign_id: r.try_get("campaign_id")?,
-        campaign_title: r.try_get("campaign_title")?,
-        attendee_name: r.try_get("attendee_name")?,
-        attendee_email: r.try_get("attendee_email")?,
-        transaction_reference: r.try_get("transaction_reference")?,
-        created_at: r.try_get("created_at")?,
+        id: r.get("id")?,
+        ticket_code: r.get("ticket_code")?,
+        qr_token: r.get("qr_token")?,
+        status: r.get("status")?,
+        checked_in: r.get::<i64>("checked_in")? != 0,
+        checked_in_at: r.get("checked_in_at")?,
+        checked_in_by: r.get("checked_in_by")?,
+        ticket_type_id: r.get("ticket_type_id")?,
+        ticket_type_name: r.get("ticket_type_name")?,
+        campaign_id: r.get("campaign_id")?,
+        campaign_title: r.get("campaign_title")?,
+        attendee_name: r.get("attendee_name")?,
+        attendee_email: r.get("attendee_email")?,
+        transaction_reference: r.get("transaction_reference")?,
+        created_at: r.get("created_at")?,
     })
 }
 

@@ -3,6 +3,7 @@ use sqlx::any::AnyArguments;
 use sqlx::query::Query;
 use sqlx::Any;
 
+#[derive(Clone)]
 pub enum Arg {
     Text(String),
     Int(i64),
@@ -32,6 +33,11 @@ impl Filter {
         } else {
             format!(" WHERE {}", self.clauses.join(" AND "))
         }
+    }
+
+    /// The parameters, in number order.
+    pub fn args(&self) -> &[Arg] {
+        &self.args
     }
 
     /// The next parameter number (for LIMIT/OFFSET after the filters).
@@ -137,11 +143,25 @@ impl super::Store {
              (SELECT {packed} FROM (SELECT {columns} {from}{w} ORDER BY {order} LIMIT ${n} OFFSET ${}) AS page_rows) AS page_json",
             n + 1
         );
-        let row =
-            f.bind(sqlx::query(&sql)).bind(i64::from(limit)).bind(offset(page, limit)).fetch_one(self.reader()).await?;
-        let total: i64 = row.try_get("total_rows")?;
+        let (total, text): (i64, Option<String>) = match self.fast_reader() {
+            // SQLite file: run in place (store::sqlite_read), no worker thread or pool round trip.
+            Some(fast) => {
+                let mut args = f.args().to_vec();
+                args.extend([Arg::Int(i64::from(limit)), Arg::Int(offset(page, limit))]);
+                let row = fast.query_opt(&sql, &args, |r| Ok((r.get(0)?, r.get(1)?)))?;
+                row.ok_or(super::StoreError::NotFound("page"))?
+            }
+            None => {
+                let row = f
+                    .bind(sqlx::query(&sql))
+                    .bind(i64::from(limit))
+                    .bind(offset(page, limit))
+                    .fetch_one(self.reader())
+                    .await?;
+                (row.try_get("total_rows")?, row.try_get("page_json")?)
+            }
+        };
         // PostgreSQL's json_agg of no row is NULL; SQLite's json_group_array is `[]`.
-        let text: Option<String> = row.try_get("page_json")?;
         let rows: Vec<R> = match text {
             Some(t) => serde_json::from_str(&t).map_err(|e| super::StoreError::Corrupt(format!("packed page: {e}")))?,
             None => Vec::new(),

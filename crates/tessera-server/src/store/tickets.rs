@@ -5,8 +5,10 @@
 //! share one transaction (group commit), each answered once its own is committed.
 use sqlx::Row;
 
-use super::audit::{record, Audit};
+use super::audit::{record_many, Audit};
 use super::payments::{ticket_from_row, Ticket, TICKET_COLUMNS, TICKET_FROM};
+use super::query::Arg;
+use super::sqlite_read::Get;
 use super::{Store, StoreError, StoreResult};
 
 /// A ticket and whether its campaign still allows check-in.
@@ -49,8 +51,8 @@ pub fn checkin_writer(store: Store) -> CheckinWriter {
     CheckinWriter::start(store, |store, requests| Box::pin(store.check_in_batch(requests)))
 }
 
-fn gate_from_row(r: &sqlx::any::AnyRow) -> StoreResult<GateTicket> {
-    let status: String = r.try_get("campaign_status")?;
+fn gate_from_row(r: &impl Get) -> StoreResult<GateTicket> {
+    let status: String = r.get("campaign_status")?;
     Ok(GateTicket { ticket: ticket_from_row(r)?, campaign_archived: status == "archived" })
 }
 
@@ -60,15 +62,10 @@ impl Store {
     /// no ticket (404).
     pub async fn gate_ticket(&self, account_id: &str, campaign: Option<&str>, code: &str) -> StoreResult<GateTicket> {
         let column = if code.starts_with("qr_") { "k.qr_token" } else { "k.ticket_code" };
-        let row = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {TICKET_COLUMNS}, c.status AS campaign_status {TICKET_FROM} WHERE {column} = $1 AND k.account_id = $2"
-        ))
-        .bind(code)
-        .bind(account_id)
-        .fetch_optional(self.reader())
-        .await?
-        .ok_or(StoreError::NotFound("ticket"))?;
-        let t = gate_from_row(&row)?;
+        );
+        let t = self.gate_row(&sql, code, account_id).await?;
         match campaign {
             Some(c) if c != t.ticket.campaign_id => Err(StoreError::NotFound("ticket")),
             _ => Ok(t),
@@ -109,48 +106,96 @@ impl Store {
             return Ok(CheckIn::CheckedIn(ticket));
         }
         // Someone else won, or the ticket cannot be checked in: the row as it now is says which.
-        let row = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {TICKET_COLUMNS}, c.status AS campaign_status {TICKET_FROM} WHERE k.id = $1 AND k.account_id = $2"
-        ))
-        .bind(&id)
-        .bind(account_id)
-        .fetch_optional(self.reader())
-        .await?
-        .ok_or(StoreError::NotFound("ticket"))?;
-        let t = gate_from_row(&row)?;
+        );
+        let t = self.gate_row(&sql, &id, account_id).await?;
         Ok(if t.ticket.checked_in { CheckIn::Already(t.ticket) } else { CheckIn::Refused(t) })
     }
 
-    /// Check-ins in one transaction: each a conditional update, with its audit entry when it
-    /// won. Returns, per request, whether it checked the ticket in.
-    pub async fn check_in_batch(&self, requests: &[CheckInRequest]) -> StoreResult<Vec<bool>> {
-        let mut tx = self.writer().begin().await?;
-        let mut won = Vec::with_capacity(requests.len());
-        for r in requests {
-            let n = sqlx::query(
-                "UPDATE tickets SET checked_in = 1, checked_in_at = $1, checked_in_by = $2 \
-                 WHERE id = $3 AND account_id = $4 AND checked_in = 0 AND status = 'valid' \
-                 AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = tickets.campaign_id AND c.status <> 'archived')",
-            )
-            .bind(r.now)
-            .bind(&r.by)
-            .bind(&r.ticket_id)
-            .bind(&r.account_id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if n == 1 {
-                let entry = Audit {
-                    key_id: r.key_id.as_deref(),
-                    request_id: r.request_id.clone(),
-                    action: &r.action,
-                    entity_type: &r.entity_type,
-                    entity_id: &r.ticket_id,
-                    summary: r.summary.clone(),
-                };
-                record(&mut tx, &r.account_id, &entry).await?;
+    /// One ticket of the gate by `sql` with parameters ($1 the ticket key, $2 the account), read
+    /// in place on a SQLite file: the gate's hot read.
+    async fn gate_row(&self, sql: &str, key: &str, account_id: &str) -> StoreResult<GateTicket> {
+        let found = match self.fast_reader() {
+            Some(fast) => {
+                fast.query_opt(sql, &[Arg::Text(key.to_string()), Arg::Text(account_id.to_string())], |r| {
+                    gate_from_row(r)
+                })?
             }
-            won.push(n == 1);
+            None => match sqlx::query(sql).bind(key).bind(account_id).fetch_optional(self.reader()).await? {
+                Some(row) => Some(gate_from_row(&row)?),
+                None => None,
+            },
+        };
+        found.ok_or(StoreError::NotFound("ticket"))
+    }
+
+    /// Check-ins in one transaction, in two statements whatever their number: one conditional
+    /// `UPDATE … RETURNING id` for every ticket of the batch and one multi-row insert of the
+    /// winners' audit entries. Within a batch the first request for a ticket is the one that
+    /// can win (its time and gate agent are written); later requests for that ticket lose, as
+    /// they would one transaction later. Returns, per request, whether it checked the ticket in.
+    pub async fn check_in_batch(&self, requests: &[CheckInRequest]) -> StoreResult<Vec<bool>> {
+        use std::collections::HashMap;
+        // The first request per ticket id; only these take part in the update.
+        let mut first: HashMap<&str, usize> = HashMap::with_capacity(requests.len());
+        for (i, r) in requests.iter().enumerate() {
+            first.entry(r.ticket_id.as_str()).or_insert(i);
+        }
+        let mut candidates: Vec<usize> = first.into_values().collect();
+        candidates.sort_unstable();
+        let mut tx = self.writer().begin().await?;
+        let mut won = vec![false; requests.len()];
+        // Four parameters per candidate (id, time, agent, account): far under either database's limit.
+        let ids: Vec<String> = (0..candidates.len()).map(|k| format!("${}", k * 4 + 1)).collect();
+        let case = |offset: usize| -> String {
+            let arms: Vec<String> =
+                (0..candidates.len()).map(|k| format!("WHEN ${} THEN ${}", k * 4 + 1, k * 4 + 1 + offset)).collect();
+            format!("CASE id {} END", arms.join(" "))
+        };
+        let sql = format!(
+            "UPDATE tickets SET checked_in = 1, checked_in_at = {}, checked_in_by = {} \
+             WHERE id IN ({}) AND account_id = {} AND checked_in = 0 AND status = 'valid' \
+             AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = tickets.campaign_id AND c.status <> 'archived') \
+             RETURNING id",
+            case(1),
+            case(2),
+            ids.join(", "),
+            case(3)
+        );
+        let mut update = sqlx::query(&sql);
+        for &i in &candidates {
+            let r = &requests[i];
+            update = update.bind(&r.ticket_id).bind(r.now).bind(&r.by).bind(&r.account_id);
+        }
+        let updated: std::collections::HashSet<String> = update
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|row| row.try_get::<String, _>("id"))
+            .collect::<Result<_, _>>()?;
+        let winners: Vec<usize> =
+            candidates.into_iter().filter(|&i| updated.contains(requests[i].ticket_id.as_str())).collect();
+        if !winners.is_empty() {
+            let entries: Vec<(&str, Audit<'_>)> = winners
+                .iter()
+                .map(|&i| {
+                    let r = &requests[i];
+                    let entry = Audit {
+                        key_id: r.key_id.as_deref(),
+                        request_id: r.request_id.clone(),
+                        action: &r.action,
+                        entity_type: &r.entity_type,
+                        entity_id: &r.ticket_id,
+                        summary: r.summary.clone(),
+                    };
+                    (r.account_id.as_str(), entry)
+                })
+                .collect();
+            record_many(&mut tx, &entries).await?;
+            for i in winners {
+                won[i] = true;
+            }
         }
         tx.commit().await?;
         Ok(won)

@@ -243,7 +243,60 @@ async fn sixty_four_concurrent_check_ins_of_one_ticket_check_it_in_exactly_once(
     assert_eq!(audit.iter().filter(|e| e.action == "ticket.checked_in").count(), 1);
 }
 
+/// Check-ins arriving together share one transaction and one conditional update (group commit):
+/// 32 distinct tickets, each checked in twice at once, must give 32 winners (each with its own
+/// gate agent and one audit entry) and 32 `already_checked_in`, however the batches fall.
+async fn concurrent_check_ins_of_many_tickets_each_win_once_with_their_own_agent(b: Backend) {
+    let p = spawn_paid(b).await;
+    let mut codes = Vec::new();
+    for _ in 0..4 {
+        let (_, tickets) = issued(&p, &p.account, 8).await;
+        codes.extend(tickets.iter().map(code_of));
+    }
+    assert_eq!(codes.len(), 32);
+    let client = p.client();
+    let mut tasks = Vec::new();
+    for round in 0..2 {
+        for (i, code) in codes.iter().enumerate() {
+            let client = client.clone();
+            let agent = format!("gate-{i}-{round}");
+            let body = serde_json::to_vec(&json!({"ticketCode": code, "autoVerify": true, "checkedInBy": agent}))
+                .expect("json");
+            let code = code.clone();
+            tasks.push(tokio::spawn(async move {
+                (code, client.send_raw(Method::POST, VERIFY, body, None).await.expect("send"))
+            }));
+        }
+    }
+    let mut winners: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    let (mut already, mut other) = (0, 0);
+    for t in tasks {
+        let (code, r) = t.await.expect("task");
+        let d = r.json()["data"].clone();
+        match (r.status, d["result"].as_str()) {
+            (200, Some("checked_in")) => {
+                let by = d["checkedInBy"].as_str().expect("checkedInBy").to_string();
+                let i = codes.iter().position(|c| *c == code).expect("known code");
+                assert!(by.starts_with(&format!("gate-{i}-")), "{code} was checked in by {by}");
+                assert!(winners.insert(code, by).is_none(), "a ticket was checked in twice");
+            }
+            (200, Some("already_checked_in")) => already += 1,
+            _ => other += 1,
+        }
+    }
+    assert_eq!((winners.len(), already, other), (32, 32, 0));
+    let audit = p.store.audit_entries(&p.account.id, 500).await.expect("audit");
+    assert_eq!(audit.iter().filter(|e| e.action == "ticket.checked_in").count(), 32);
+    // Each ticket now shows its winner.
+    for (code, by) in &winners {
+        let body = serde_json::to_vec(&json!({"ticketCode": code})).expect("json");
+        let r = client.send_raw(Method::POST, VERIFY, body, None).await.expect("send");
+        assert_eq!(r.json()["data"]["checkedInBy"], json!(by));
+    }
+}
+
 on_both!(
+    concurrent_check_ins_of_many_tickets_each_win_once_with_their_own_agent,
     a_signed_auto_verify_checks_in_once_then_answers_already_checked_in,
     without_auto_verify_a_ticket_is_read_by_code_or_qr_token_and_not_checked_in,
     form_1_with_a_domain_key_answers_status_and_checked_in_only,

@@ -4,8 +4,11 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::domain::settings::provider_summary;
-use crate::http::envelope::ApiResponse;
-use crate::http::error::ApiResult;
+use axum::response::Response;
+
+use crate::auth::directory::AccountView;
+use crate::http::envelope::ok_rendered;
+use crate::http::error::ApiError;
 use crate::http::extract::{scope, Signed};
 use crate::state::AppState;
 
@@ -58,8 +61,17 @@ pub struct ContextOut {
         SignedErrors,
     )
 )]
-pub async fn show(State(state): State<AppState>, caller: Signed<scope::SettingsRead>) -> ApiResult<ContextOut> {
+pub async fn show(State(state): State<AppState>, caller: Signed<scope::SettingsRead>) -> Result<Response, ApiError> {
     let view = state.directory.account_view(&caller.account_id).await?;
+    if let Some(rendered) = view.context_json.get() {
+        return Ok(ok_rendered(rendered));
+    }
+    let rendered = serde_json::to_vec(&context_of(&view)).map_err(ApiError::internal)?;
+    Ok(ok_rendered(view.context_json.get_or_init(|| rendered)))
+}
+
+/// The context of an account as its cached view holds it.
+fn context_of(view: &AccountView) -> ContextOut {
     let (account, domains, settings) = (&view.account, &view.domains, &view.settings);
     let branding_name = settings
         .get("branding")
@@ -67,7 +79,7 @@ pub async fn show(State(state): State<AppState>, caller: Signed<scope::SettingsR
         .and_then(|v| v.as_str())
         .unwrap_or(&account.platform_name)
         .to_string();
-    Ok(ApiResponse::ok(ContextOut {
+    ContextOut {
         provider_summary: provider_summary(settings.get("payments")),
         branding: BrandingOut {
             platform_name: branding_name,
@@ -87,7 +99,7 @@ pub async fn show(State(state): State<AppState>, caller: Signed<scope::SettingsR
             })
             .collect(),
         settings: settings.clone(),
-    }))
+    }
 }
 
 use crate::http::envelope::Envelope;
