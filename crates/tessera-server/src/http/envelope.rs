@@ -81,10 +81,21 @@ impl<T: Serialize> ApiResponse<T> {
 /// A 200 whose `data` is JSON already rendered (for answers cached as bytes): the same envelope
 /// as [`ApiResponse::ok`], assembled around the bytes instead of serializing `data` again.
 pub fn ok_rendered(data_json: &[u8]) -> Response {
+    ok_rendered_page(data_json, None)
+}
+
+/// [`ok_rendered`] with `pagination` (a list answer, as [`ApiResponse::list`]).
+pub fn ok_rendered_page(data_json: &[u8], pagination: Option<&Pagination>) -> Response {
     let id = request_id();
-    let mut body = Vec::with_capacity(data_json.len() + id.len() + 48);
+    let mut body = Vec::with_capacity(data_json.len() + id.len() + 128);
     body.extend_from_slice(br#"{"success":true,"data":"#);
     body.extend_from_slice(data_json);
+    if let Some(p) = pagination {
+        body.extend_from_slice(br#","pagination":"#);
+        if let Err(e) = serde_json::to_writer(&mut body, p) {
+            return super::error::ApiError::internal(e).into_response();
+        }
+    }
     body.extend_from_slice(br#","requestId":"#);
     // Request ids are validated or generated as [A-Za-z0-9._-] (or "-"), but escape regardless.
     match serde_json::to_writer(&mut body, &id) {

@@ -5,6 +5,7 @@ use sqlx::Row;
 
 use super::audit::{record, Audit};
 use super::query::{contains_pattern, Arg, Filter};
+use super::sqlite_read::{FromRow, Get};
 use super::{unique_to_conflict, Store, StoreError, StoreResult, UpdateError};
 use crate::domain::campaigns::{search_text, CampaignStatus, CampaignType};
 use crate::domain::time::now_ms;
@@ -50,50 +51,32 @@ fn corrupt(what: &str) -> StoreError {
 }
 
 fn from_row(r: &AnyRow) -> StoreResult<Campaign> {
-    let t: String = r.try_get("campaign_type")?;
-    let s: String = r.try_get("status")?;
-    let m: String = r.try_get("metadata")?;
-    Ok(Campaign {
-        id: r.try_get("id")?,
-        title: r.try_get("title")?,
-        slug: r.try_get("slug")?,
-        description: r.try_get("description")?,
-        campaign_type: CampaignType::parse("campaign_type", &t).map_err(|_| corrupt("campaign_type"))?,
-        status: CampaignStatus::parse("status", &s).map_err(|_| corrupt("status"))?,
-        start_date: r.try_get("start_date")?,
-        end_date: r.try_get("end_date")?,
-        vote_price: r.try_get("vote_price")?,
-        verification_required: r.try_get::<i64, _>("verification_required")? != 0,
-        metadata: serde_json::from_str(&m).map_err(|_| corrupt("metadata"))?,
-        ticket_type_count: r.try_get("ticket_type_count")?,
-        participant_count: r.try_get("participant_count")?,
-        created_at: r.try_get("created_at")?,
-        updated_at: r.try_get("updated_at")?,
-    })
+    Campaign::from_row(r)
 }
 
-/// One row of a packed page: the values of [`COLUMNS`], in order.
-type Packed = (String, String, String, String, String, String, i64, i64, Option<i64>, i64, String, i64, i64, i64, i64);
-
-fn from_packed(p: Packed) -> StoreResult<Campaign> {
-    let (id, title, slug, description, t, s, start_date, end_date, vote_price, verification, m, tt, pc, ca, ua) = p;
-    Ok(Campaign {
-        id,
-        title,
-        slug,
-        description,
-        campaign_type: CampaignType::parse("campaign_type", &t).map_err(|_| corrupt("campaign_type"))?,
-        status: CampaignStatus::parse("status", &s).map_err(|_| corrupt("status"))?,
-        start_date,
-        end_date,
-        vote_price,
-        verification_required: verification != 0,
-        metadata: serde_json::from_str(&m).map_err(|_| corrupt("metadata"))?,
-        ticket_type_count: tt,
-        participant_count: pc,
-        created_at: ca,
-        updated_at: ua,
-    })
+impl FromRow for Campaign {
+    fn from_row(r: &impl Get) -> StoreResult<Campaign> {
+        let t: String = r.get("campaign_type")?;
+        let s: String = r.get("status")?;
+        let m: String = r.get("metadata")?;
+        Ok(Campaign {
+            id: r.get("id")?,
+            title: r.get("title")?,
+            slug: r.get("slug")?,
+            description: r.get("description")?,
+            campaign_type: CampaignType::parse("campaign_type", &t).map_err(|_| corrupt("campaign_type"))?,
+            status: CampaignStatus::parse("status", &s).map_err(|_| corrupt("status"))?,
+            start_date: r.get("start_date")?,
+            end_date: r.get("end_date")?,
+            vote_price: r.get("vote_price")?,
+            verification_required: r.get::<i64>("verification_required")? != 0,
+            metadata: serde_json::from_str(&m).map_err(|_| corrupt("metadata"))?,
+            ticket_type_count: r.get("ticket_type_count")?,
+            participant_count: r.get("participant_count")?,
+            created_at: r.get("created_at")?,
+            updated_at: r.get("updated_at")?,
+        })
+    }
 }
 
 /// The fields of a campaign an audit summary shows.
@@ -303,8 +286,7 @@ impl Store {
         if let Some(id) = &q.only_id {
             f.and("id = ?", Arg::Text(id.clone()));
         }
-        self.page_packed(COLUMNS, "FROM campaigns", "created_at DESC, id DESC", &f, (q.page, q.limit), from_packed)
-            .await
+        self.page_of(COLUMNS, "FROM campaigns", "created_at DESC, id DESC", &f, (q.page, q.limit)).await
     }
 }
 

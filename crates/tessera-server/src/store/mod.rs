@@ -15,6 +15,7 @@ pub mod jobs;
 pub mod keys;
 pub mod ledger;
 pub mod notifications;
+pub mod page_cache;
 pub mod participants;
 pub mod payments;
 pub mod query;
@@ -97,6 +98,8 @@ pub struct Store {
     backend: Backend,
     /// SQLite files only: small hot reads run in place ([`sqlite_read`]).
     fast_reader: Option<std::sync::Arc<sqlite_read::SyncReader>>,
+    /// Rendered list pages, valid while `data_version` stands (SQLite files only).
+    pages: std::sync::Arc<page_cache::PageCache>,
 }
 
 const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -105,6 +108,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (3, "payments", include_str!("../../migrations/0003_payments.sql")),
     (4, "withdrawals", include_str!("../../migrations/0004_withdrawals.sql")),
     (5, "tickets", include_str!("../../migrations/0005_tickets.sql")),
+    (7, "list_order", include_str!("../../migrations/0007_list_order.sql")),
 ];
 
 impl Store {
@@ -157,7 +161,7 @@ impl Store {
                     })
                     .connect_lazy_with(AnyConnectOptions::from_str(&ro_url)?);
                 let fast_reader = sqlite_file(url).map(|p| std::sync::Arc::new(sqlite_read::SyncReader::new(p)));
-                Store { writer, reader, backend, fast_reader }
+                Store { writer, reader, backend, fast_reader, pages: Default::default() }
             }
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
@@ -165,7 +169,7 @@ impl Store {
                     .acquire_timeout(Duration::from_secs(30))
                     .connect_with(AnyConnectOptions::from_str(url)?)
                     .await?;
-                Store { writer: pool.clone(), reader: pool, backend, fast_reader: None }
+                Store { writer: pool.clone(), reader: pool, backend, fast_reader: None, pages: Default::default() }
             }
         };
         store.migrate().await?;
@@ -182,6 +186,13 @@ impl Store {
 
     pub(crate) fn reader(&self) -> &AnyPool {
         &self.reader
+    }
+
+    /// The database's current version and the page cache valid for it, when pages can be cached
+    /// (a SQLite file; see `page_cache`). `None` means: read and render afresh.
+    pub fn page_cache(&self) -> Option<(i64, &page_cache::PageCache)> {
+        let version = self.fast_reader.as_ref()?.data_version().ok()?;
+        Some((version, &self.pages))
     }
 
     /// The synchronous SQLite reader, on a SQLite file (not PostgreSQL, not `:memory:`).

@@ -3,6 +3,8 @@ use sqlx::any::AnyArguments;
 use sqlx::query::Query;
 use sqlx::Any;
 
+use super::sqlite_read::{FromRow, Get};
+
 #[derive(Clone)]
 pub enum Arg {
     Text(String),
@@ -114,58 +116,44 @@ impl super::Store {
         Ok((rows.iter().map(map).collect::<super::StoreResult<_>>()?, total.max(0) as u64))
     }
 
-    /// [`Self::page`] for hot lists: the database packs the page into **one value**, a JSON array
-    /// with one array per row (the values of `columns`, in order), next to the total. The
-    /// profile of a 20-row list showed most of its time in moving rows out of SQLite one by one
-    /// (a channel message per row, a copy per value, another copy into `AnyRow`); one row of two
-    /// columns crosses once. `columns` are plain column names, also usable in `order`.
-    /// A page past the end still gets its total, in the same statement.
-    pub(crate) async fn page_packed<R: serde::de::DeserializeOwned, T>(
+    /// [`Self::page`] for entities that map from either driver's rows ([`FromRow`]): on a
+    /// SQLite file the statement runs in place on the calling thread (`store::sqlite_read`),
+    /// each row read straight from SQLite; elsewhere through sqlx as [`Self::page`] does. The
+    /// list profile put most of a list's CPU in sqlx's way of running SQLite (a worker thread
+    /// per connection, a channel message per row, a copy per value, another into `AnyRow`).
+    pub(crate) async fn page_of<T: FromRow>(
         &self,
         columns: &str,
         from: &str,
         order: &str,
         f: &Filter,
         (page, limit): (u32, u32),
-        map: fn(R) -> super::StoreResult<T>,
     ) -> super::StoreResult<(Vec<T>, u64)> {
-        use sqlx::Row;
+        let Some(fast) = self.fast_reader() else {
+            return self.page(columns, from, order, f, (page, limit), |r| T::from_row(r)).await;
+        };
         let w = f.where_sql();
         let n = f.next();
-        // The one dialect difference: the aggregate's name, and PostgreSQL's json sent as text
-        // (the Any driver has no json type).
-        let packed = match self.backend() {
-            super::Backend::Sqlite => format!("json_group_array(json_array({columns}) ORDER BY {order})"),
-            super::Backend::Postgres => format!("json_agg(json_build_array({columns}) ORDER BY {order})::text"),
-        };
         let sql = format!(
-            "SELECT (SELECT COUNT(*) {from}{w}) AS total_rows, \
-             (SELECT {packed} FROM (SELECT {columns} {from}{w} ORDER BY {order} LIMIT ${n} OFFSET ${}) AS page_rows) AS page_json",
+            "SELECT {columns}, (SELECT COUNT(*) {from}{w}) AS total_rows {from}{w} ORDER BY {order} LIMIT ${n} OFFSET ${}",
             n + 1
         );
-        let (total, text): (i64, Option<String>) = match self.fast_reader() {
-            // SQLite file: run in place (store::sqlite_read), no worker thread or pool round trip.
-            Some(fast) => {
-                let mut args = f.args().to_vec();
-                args.extend([Arg::Int(i64::from(limit)), Arg::Int(offset(page, limit))]);
-                let row = fast.query_opt(&sql, &args, |r| Ok((r.get(0)?, r.get(1)?)))?;
-                row.ok_or(super::StoreError::NotFound("page"))?
+        let mut args = f.args().to_vec();
+        args.extend([Arg::Int(i64::from(limit)), Arg::Int(offset(page, limit))]);
+        let mut total = None;
+        let items = fast.query(&sql, &args, |r| {
+            if total.is_none() {
+                total = Some(Get::get::<i64>(r, "total_rows")?);
             }
-            None => {
-                let row = f
-                    .bind(sqlx::query(&sql))
-                    .bind(i64::from(limit))
-                    .bind(offset(page, limit))
-                    .fetch_one(self.reader())
-                    .await?;
-                (row.try_get("total_rows")?, row.try_get("page_json")?)
-            }
+            T::from_row(r)
+        })?;
+        let total = match total {
+            Some(t) => t,
+            None if page <= 1 => 0,
+            None => fast
+                .query_opt(&format!("SELECT COUNT(*) AS n {from}{w}"), f.args(), |r| Get::get::<i64>(r, "n"))?
+                .unwrap_or(0),
         };
-        // PostgreSQL's json_agg of no row is NULL; SQLite's json_group_array is `[]`.
-        let rows: Vec<R> = match text {
-            Some(t) => serde_json::from_str(&t).map_err(|e| super::StoreError::Corrupt(format!("packed page: {e}")))?,
-            None => Vec::new(),
-        };
-        Ok((rows.into_iter().map(map).collect::<super::StoreResult<_>>()?, total.max(0) as u64))
+        Ok((items, total.max(0) as u64))
     }
 }

@@ -1105,7 +1105,43 @@ async fn create_update_and_status_change_are_audited_with_key_and_request_id(b: 
     assert_eq!(entries[2]["summary"]["after"]["status"], "pending_approval", "{}", entries[2]);
 }
 
+/// List pages are served as rendered while the database is unchanged (SQLite), so a list must
+/// show every change the moment it commits: through the API, through a ticket type (which moves
+/// `updatedAt`), and through a write the server did not make (another process, as the operator
+/// CLI is), here a raw UPDATE on a connection of its own.
+async fn a_list_shows_every_committed_change_at_once_even_from_another_connection(b: Backend) {
+    let app = spawn(b).await;
+    let first = create_in(&app, "First of the list", "draft").await;
+    let before = list(&app, "?limit=5").await;
+    assert_eq!(titles(&before), ["First of the list"]);
+    // The same page again: the same answer, with its own request id.
+    let again = list(&app, "?limit=5").await;
+    assert_eq!(again["data"], before["data"]);
+    assert_eq!(again["pagination"], before["pagination"]);
+    assert_ne!(again["requestId"], before["requestId"]);
+
+    create_in(&app, "Second of the list", "draft").await;
+    let after_create = list(&app, "?limit=5").await;
+    assert_eq!(titles(&after_create), ["Second of the list", "First of the list"]);
+    assert_eq!(after_create["pagination"]["total"], 2);
+
+    // A write on a connection the server does not own.
+    let other = sqlx::AnyPool::connect(&app.database_url).await.expect("second connection");
+    sqlx::query("UPDATE campaigns SET title = $1 WHERE id = $2")
+        .bind("Renamed elsewhere")
+        .bind(&first)
+        .execute(&other)
+        .await
+        .expect("outside update");
+    other.close().await;
+    let after_outside = list(&app, "?limit=5").await;
+    assert_eq!(titles(&after_outside), ["Second of the list", "Renamed elsewhere"]);
+    // Another page size is another page.
+    assert_eq!(titles(&list(&app, "?limit=1").await), ["Second of the list"]);
+}
+
 on_both!(
+    a_list_shows_every_committed_change_at_once_even_from_another_connection,
     creating_a_campaign_returns_201_with_id_title_type_draft_status_and_a_slug_from_the_title,
     a_second_campaign_with_the_same_title_gets_a_numbered_slug,
     concurrent_creations_with_the_same_title_all_succeed_with_distinct_slugs,

@@ -10,12 +10,17 @@ use crate::domain::campaigns::{parse_slug, slugify, CampaignStatus, CampaignType
 use crate::domain::check::{free_object, text, Check};
 use crate::domain::time::{parse_rfc3339, rfc3339};
 use crate::domain::{money, DomainError};
-use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::ApiResult;
+use std::sync::Arc;
+
+use axum::response::Response;
+
+use crate::http::envelope::{ok_rendered_page, ApiResponse, Envelope, ListEnvelope};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, AnyKey, ApiJson, ApiQuery, Scheme, Signed};
 use crate::http::openapi::{string_enum, AnyKeyErrors, BodyErrors, Conflict, NotFound, QueryErrors, SignedErrors};
 use crate::state::AppState;
 use crate::store::campaigns::{Campaign, CampaignQuery};
+use crate::store::page_cache::Rendered;
 
 /// Body of `POST /campaigns` (spec "Campaign", D3.1–D3.2).
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -403,7 +408,7 @@ pub async fn list(
     State(state): State<AppState>,
     caller: AnyKey<scope::CampaignsRead>,
     ApiQuery(q): ApiQuery<ListParams>,
-) -> ApiResult<Vec<CampaignOut>> {
+) -> Result<Response, ApiError> {
     let mut details = Vec::new();
     let (page, limit) = PageParams { page: q.page.clone(), limit: q.limit.clone() }.parse(&mut details);
     let status = optional(&mut details, q.status.as_deref(), |s| CampaignStatus::parse("status", s))?;
@@ -423,9 +428,25 @@ pub async fn list(
         page,
         limit,
     };
+    // The same page for the same caller view, while the database is unchanged, is served as
+    // rendered (store::page_cache); the key holds everything the answer depends on.
+    let cache = state.store.page_cache();
+    let key = format!(
+        "campaigns\u{1f}{}\u{1f}{signed}\u{1f}{:?}\u{1f}{:?}\u{1f}{:?}\u{1f}{page}\u{1f}{limit}",
+        caller.account_id,
+        query.only_id,
+        query.status.map(CampaignStatus::as_str),
+        query.search
+    );
+    if let Some(hit) = cache.and_then(|(version, pages)| pages.get(&key, version)) {
+        return Ok(ok_rendered_page(&hit.data_json, Some(&pagination(hit.page, hit.limit, hit.total))));
+    }
     let (items, total) = state.store.list_campaigns(&caller.account_id, &query).await?;
-    Ok(ApiResponse::list(
-        items.into_iter().map(|c| CampaignOut::from(c, signed)).collect(),
-        pagination(page, limit, total),
-    ))
+    let items: Vec<CampaignOut> = items.into_iter().map(|c| CampaignOut::from(c, signed)).collect();
+    let page = Rendered { data_json: serde_json::to_vec(&items).map_err(ApiError::internal)?, page, limit, total };
+    let answer = ok_rendered_page(&page.data_json, Some(&pagination(page.page, limit, total)));
+    if let Some((version, pages)) = cache {
+        pages.put(key, version, Arc::new(page));
+    }
+    Ok(answer)
 }
