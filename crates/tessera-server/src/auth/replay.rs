@@ -26,8 +26,38 @@ pub struct ReplayStore {
 
 #[derive(Default)]
 struct Shard {
-    entries: HashMap<u128, i64>,
+    entries: HashMap<u128, i64, DigestHash>,
     last_purge_ms: i64,
+}
+
+/// Entries are already SHA-256 digests (uniform, and not chosen by a client without a
+/// preimage), so the map uses their own bits instead of hashing them again with SipHash.
+#[derive(Default, Clone, Copy)]
+struct DigestHash;
+
+impl std::hash::BuildHasher for DigestHash {
+    type Hasher = DigestHasher;
+    fn build_hasher(&self) -> DigestHasher {
+        DigestHasher(0)
+    }
+}
+
+struct DigestHasher(u64);
+
+impl std::hash::Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached for u128 keys (write_u128 below); fold anything else in.
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u128(&mut self, v: u128) {
+        // The shard index uses the low bits (`entry % SHARDS`); take the high half here.
+        self.0 = (v >> 64) as u64;
+    }
 }
 
 fn digest(parts: &[&[u8]]) -> u128 {

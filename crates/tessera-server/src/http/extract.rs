@@ -87,8 +87,9 @@ pub mod scope {
 }
 
 fn admit(parts: &mut Parts, state: &AppState, accept: &[Scheme], required: Scopes) -> Result<Caller, ApiError> {
-    let caller = match parts.extensions.get::<Caller>() {
-        Some(c) if accept.contains(&c.scheme) => c.clone(),
+    // Taken, not cloned: a route has one caller extractor, and nothing reads it afterwards.
+    let caller = match parts.extensions.get::<Caller>().map(|c| accept.contains(&c.scheme)) {
+        Some(true) => parts.extensions.remove::<Caller>().ok_or_else(|| ApiError::internal("caller vanished"))?,
         _ => {
             return Err(if accept == [Scheme::Signed] {
                 ApiError::missing_auth("this route takes a signed request")

@@ -4,7 +4,7 @@
 //! written to the store on this path.
 use axum::body::Body;
 use axum::extract::{MatchedPath, OriginalUri, Request, State};
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, HeaderName};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -22,21 +22,23 @@ use crate::state::AppState;
 
 const DOMAIN_HEADER: &str = "x-white-label-domain";
 const KEY_HEADER: &str = "x-white-label-key";
-const SIGNED_HEADERS: [&str; 4] = [
-    tessera_sign::HEADER_KEY_ID,
-    tessera_sign::HEADER_SIGNATURE,
-    tessera_sign::HEADER_TIMESTAMP,
-    tessera_sign::HEADER_NONCE,
-];
+// Header names built once: a lookup by `&str` parses and validates the name on every call.
+static DOMAIN: HeaderName = HeaderName::from_static(DOMAIN_HEADER);
+static KEY: HeaderName = HeaderName::from_static(KEY_HEADER);
+static KEY_ID: HeaderName = HeaderName::from_static(tessera_sign::HEADER_KEY_ID);
+static SIGNATURE: HeaderName = HeaderName::from_static(tessera_sign::HEADER_SIGNATURE);
+static TIMESTAMP: HeaderName = HeaderName::from_static(tessera_sign::HEADER_TIMESTAMP);
+static NONCE: HeaderName = HeaderName::from_static(tessera_sign::HEADER_NONCE);
+const SIGNED_HEADERS: [&HeaderName; 4] = [&KEY_ID, &SIGNATURE, &TIMESTAMP, &NONCE];
 
-fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+fn header<'a>(h: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// A header that names a domain or origin. A value that is not visible ASCII (so not UTF-8
 /// text a hostname could be) is kept as present and unreadable, which no approved domain
 /// matches: it is refused with 403 (D2.3, D2.7) instead of being read as absent.
-fn host_header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+fn host_header<'a>(h: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
     const UNREADABLE: &str = "\u{fffd}";
     h.get(name).map(|v| v.to_str().unwrap_or(UNREADABLE))
 }
@@ -69,7 +71,7 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
     // The route template, for the access log written outside the router.
     let matched = req.extensions().get::<MatchedPath>().cloned();
     let signed = SIGNED_HEADERS.iter().any(|h| req.headers().contains_key(*h));
-    let domain_keyed = req.headers().contains_key(KEY_HEADER) || req.headers().contains_key(DOMAIN_HEADER);
+    let domain_keyed = req.headers().contains_key(&KEY) || req.headers().contains_key(&DOMAIN);
     let result = if signed {
         signed_request(&state, req).await
     } else if domain_keyed {
@@ -103,14 +105,14 @@ async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiEr
     let (parts, body) = req.into_parts();
     let h = &parts.headers;
     let (Some(key_id), Some(signature), Some(timestamp), Some(nonce)) = (
-        header(h, tessera_sign::HEADER_KEY_ID).filter(|v| !v.is_empty()),
-        header(h, tessera_sign::HEADER_SIGNATURE).filter(|v| !v.is_empty()),
-        header(h, tessera_sign::HEADER_TIMESTAMP).filter(|v| !v.is_empty()),
-        header(h, tessera_sign::HEADER_NONCE).filter(|v| !v.is_empty()),
+        header(h, &KEY_ID).filter(|v| !v.is_empty()),
+        header(h, &SIGNATURE).filter(|v| !v.is_empty()),
+        header(h, &TIMESTAMP).filter(|v| !v.is_empty()),
+        header(h, &NONCE).filter(|v| !v.is_empty()),
     ) else {
         let mut e = ApiError::missing_auth("signed requests need all four signed headers");
         for m in SIGNED_HEADERS.iter().filter(|n| header(h, n).is_none_or(str::is_empty)) {
-            e = e.with_detail(*m, "required");
+            e = e.with_detail(m.as_str(), "required");
         }
         return Err(e);
     };
@@ -160,7 +162,7 @@ async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiEr
         }
     }
     // D2.7: a domain named on a signed route must be an approved domain of the account.
-    let domain = match host_header(&parts.headers, DOMAIN_HEADER) {
+    let domain = match host_header(&parts.headers, &DOMAIN) {
         None => None,
         Some(d) => Some(approved_domain(state, d, &key.info.account_id)?),
     };
@@ -244,7 +246,7 @@ fn approved_domain(state: &AppState, raw: &str, account_id: &str) -> Result<Stri
 async fn domain_key_request(state: &AppState, req: Request) -> Result<Request, ApiError> {
     let (mut parts, body) = req.into_parts();
     let h = &parts.headers;
-    let (domain, key) = match (host_header(h, DOMAIN_HEADER), header(h, KEY_HEADER)) {
+    let (domain, key) = match (host_header(h, &DOMAIN), header(h, &KEY)) {
         (Some(d), Some(k)) if !d.is_empty() && !k.is_empty() => (d, k),
         (d, k) => {
             let mut e = ApiError::missing_auth("domain-key requests need x-white-label-domain and x-white-label-key");
@@ -277,7 +279,7 @@ async fn domain_key_request(state: &AppState, req: Request) -> Result<Request, A
         return Err(ApiError::invalid_key());
     }
     let host = approved_domain(state, domain, &found.info.account_id)?;
-    if let Some(origin) = host_header(h, header::ORIGIN.as_str()) {
+    if let Some(origin) = host_header(h, &header::ORIGIN) {
         if origin_host(origin).as_deref() != Some(host.as_str()) {
             return Err(ApiError::domain_not_allowed()
                 .with_detail("origin", "must be the domain named in x-white-label-domain"));
