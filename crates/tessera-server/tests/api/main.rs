@@ -9,6 +9,7 @@ mod cli;
 mod crash;
 mod foundation;
 mod hardening;
+mod isolation;
 mod metrics;
 mod my_tickets;
 mod notifications;
