@@ -21,6 +21,7 @@ mod providers;
 mod settings;
 mod shutdown;
 mod storefront;
+mod stress_regressions;
 mod submissions;
 mod ticket_types;
 mod tickets;
