@@ -21,8 +21,8 @@ use tessera_client::{Method, RawResponse};
 use crate::helpers::{assert_error, raw, Backend, TestAccount, TestKey, ALL_PRIVATE_SCOPES};
 use crate::my_tickets::point_mail_at_sandbox;
 use crate::payments::{
-    buy, drain, participant, post_webhook, running_campaign, sandbox_settle, signed_event,
-    spawn_paid_with, ticket_type, PayApp,
+    buy, drain, participant, post_webhook, running_campaign, sandbox_settle, signed_event, spawn_paid_with,
+    ticket_type, PayApp,
 };
 use crate::tickets::{code_of, issued};
 
@@ -77,7 +77,14 @@ enum Who {
     // PortalSession: reseller B's `Authorization: Bearer` session (when the portal lands).
 }
 
-async fn b_send(c: &Ctx, who: Who, method: Method, path: &str, body: Option<Value>, headers: Option<HeaderMap>) -> RawResponse {
+async fn b_send(
+    c: &Ctx,
+    who: Who,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+    headers: Option<HeaderMap>,
+) -> RawResponse {
     let bytes = body.map(|b| serde_json::to_vec(&b).expect("json")).unwrap_or_default();
     let (key, domain) = match who {
         Who::Signed => return c.p.client_for(&c.b.private).send_raw(method, path, bytes, headers).await.expect("send"),
@@ -87,12 +94,11 @@ async fn b_send(c: &Ctx, who: Who, method: Method, path: &str, body: Option<Valu
         Who::DomainKey => (&c.b.public, &c.b.domain),
         Who::DomainKeyOnADomain => (&c.b.public, &c.a.domain),
     };
-    let mut req = c
-        .p
-        .http
-        .request(method, c.p.url(path))
-        .header("x-white-label-domain", domain.as_str())
-        .header("x-white-label-key", key.header());
+    let mut req =
+        c.p.http
+            .request(method, c.p.url(path))
+            .header("x-white-label-domain", domain.as_str())
+            .header("x-white-label-key", key.header());
     if !bytes.is_empty() {
         req = req.header("content-type", "application/json").body(bytes);
     }
@@ -168,7 +174,9 @@ async fn a_view(c: &Ctx) -> Vec<(String, Value)> {
         assert_eq!(r.status, 200, "A reads {path}: {}", r.json());
         out.push((path, strip(r.json())));
     }
-    for path in [format!("{V1}/ticket-types?campaignId={}", s.ticketing), format!("{V1}/storefront"), format!("{V1}/config")] {
+    for path in
+        [format!("{V1}/ticket-types?campaignId={}", s.ticketing), format!("{V1}/storefront"), format!("{V1}/config")]
+    {
         let r = c.p.public_get(&path, &c.a.public, &c.a.domain).await;
         assert_eq!(r.status, 200, "A reads {path}: {}", r.json());
         out.push((path, strip(r.json())));
@@ -358,7 +366,8 @@ async fn notifications_list(c: &Ctx) {
 
 async fn notifications_create(c: &Ctx) {
     // No id in this body: B's notification is B's, and A's list is unchanged (a_view).
-    let body = json!({"channel": "email", "eventType": "isolation", "recipient": "b@example.com", "payload": {"text": "t"}});
+    let body =
+        json!({"channel": "email", "eventType": "isolation", "recipient": "b@example.com", "payload": {"text": "t"}});
     let sent = body.to_string();
     let r = b_send(c, Who::Signed, Method::POST, &v1("/notifications"), Some(body), None).await;
     assert!(matches!(r.status, 202 | 400), "{} {}", r.status, r.json());
@@ -494,7 +503,8 @@ async fn withdrawals_show(c: &Ctx) {
 async fn provider_webhook(c: &Ctx) {
     // B's own provider secret signing a success for A's pending payment: refused, nothing applied
     // (a_view shows A's payment still pending).
-    let event = json!({"event": "charge.success", "data": {"id": "ch_b", "reference": c.seed.pending, "status": "success"}});
+    let event =
+        json!({"event": "charge.success", "data": {"id": "ch_b", "reference": c.seed.pending, "status": "success"}});
     let (body, sig) = signed_event("provider_c", "sk_live_b_own_c", event);
     let r = post_webhook(&c.p, "provider_c", body, Some(&sig)).await;
     assert_error(&r, 401, "invalid_signature");
@@ -581,7 +591,9 @@ async fn seed(backend: Backend) -> Ctx {
             key,
             Method::POST,
             &v1("/submissions"),
-            Some(json!({"type": "vendor", "name": "Kofi Foods", "email": "kofi-a@example.com", "campaignId": ticketing})),
+            Some(
+                json!({"type": "vendor", "name": "Kofi Foods", "email": "kofi-a@example.com", "campaignId": ticketing}),
+            ),
         )
         .await;
     assert_eq!(s, 201, "{v}");
@@ -607,7 +619,12 @@ async fn seed(backend: Backend) -> Ctx {
     };
     let (challenge, code) = otp(free_campaign.clone()).await;
     let (s, v) = p
-        .signed_as(key, Method::POST, &v1("/my-tickets/verify-otp"), Some(json!({"challengeId": challenge, "code": code})))
+        .signed_as(
+            key,
+            Method::POST,
+            &v1("/my-tickets/verify-otp"),
+            Some(json!({"challengeId": challenge, "code": code})),
+        )
         .await;
     assert_eq!(s, 200, "{v}");
     let session = v["data"]["sessionToken"].as_str().expect("sessionToken").to_string();
@@ -659,7 +676,14 @@ async fn seed(backend: Backend) -> Ctx {
 /// Every "METHOD path" of the served document.
 async fn served_operations(c: &Ctx) -> BTreeSet<String> {
     let doc: Value =
-        c.p.http.get(c.p.url("/api/white-label/v1/openapi.json")).send().await.expect("doc").json().await.expect("json");
+        c.p.http
+            .get(c.p.url("/api/white-label/v1/openapi.json"))
+            .send()
+            .await
+            .expect("doc")
+            .json()
+            .await
+            .expect("json");
     let mut ops = BTreeSet::new();
     for (path, item) in doc["paths"].as_object().expect("paths") {
         for method in item.as_object().expect("path item").keys() {
