@@ -50,7 +50,10 @@ pub fn signed_request(data: &[u8]) {
         assert!((t - now).abs() <= tolerance, "a timestamp outside the window passed: {ts:?}");
     }
     if valid_nonce(&nonce) {
-        assert!((8..=128).contains(&nonce.len()) && nonce.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'));
+        assert!(
+            (8..=128).contains(&nonce.len())
+                && nonce.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        );
     }
     // The canonical string is `<ts>.<METHOD>.<path>.<body or {}>` (D2.4), byte for byte.
     let canonical = tessera_sign::canonical_string(&ts, &method, &path, body);
@@ -106,7 +109,15 @@ fn has_nul(v: &Value) -> bool {
 /// only known fields (the unknown-field guard) and no U+0000 anywhere.
 pub fn json_body(data: &[u8]) {
     const CAMPAIGN: [&str; 10] = [
-        "title", "description", "campaign_type", "status", "start_date", "end_date", "metadata", "slug", "vote_price",
+        "title",
+        "description",
+        "campaign_type",
+        "status",
+        "start_date",
+        "end_date",
+        "metadata",
+        "slug",
+        "vote_price",
         "verification_required",
     ];
     const WITHDRAWAL: [&str; 5] = ["amount", "bank_name", "bank_code", "account_number", "account_name"];
@@ -159,9 +170,11 @@ pub fn settings_patch(data: &[u8]) {
         return;
     }
     let mut sealed = once.clone();
-    settings::seal_secrets(&mut sealed, "", &|_, plain| {
-        json!({"$sealed": "x", "last4": settings::visible_tail(plain)})
-    });
+    settings::seal_secrets(
+        &mut sealed,
+        "",
+        &|_, plain| json!({"$sealed": "x", "last4": settings::visible_tail(plain)}),
+    );
     settings::mask_sealed(&mut sealed);
     // After masking, no secret-looking key holds a readable string other than a mask.
     fn no_plain_secret(v: &Value, plain_allowed: bool) {
