@@ -26,6 +26,11 @@ for t in "${targets[@]}"; do
     echo "$t: crash artifacts in fuzz/artifacts/$t" >&2
     exit 1
   fi
+  # Named inputs (regressions, hand-written seeds) stay whatever cmin thinks of their coverage.
+  keep=$(mktemp -d)
+  find "corpus/$t" -type f ! -regex '.*/[0-9a-f]\{40\}' -exec cp {} "$keep/" \;
   cargo +nightly fuzz cmin "${flags[@]}" "$t" "corpus/$t" -- -max_len=4096 >/dev/null 2>&1
+  cp "$keep"/* "corpus/$t/" 2>/dev/null || true
+  rm -rf "$keep"
   echo "$t corpus: $(ls "corpus/$t" | wc -l) files, $(du -sk "corpus/$t" | cut -f1) KB"
 done
