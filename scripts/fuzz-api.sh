@@ -60,6 +60,9 @@ export TESSERA_FUZZ_KEY_ID=$(echo "$private" | json '["keyId"]')
 export TESSERA_FUZZ_KEY_SECRET=$(echo "$private" | json '["secret"]')
 export TESSERA_FUZZ_PUBLIC_KEY=$(echo "$public" | json '["key"]')
 export TESSERA_FUZZ_DOMAIN=fuzz.example.com
+# Portal sessions (when the portal lands): make one here and export it for the hook, e.g.
+#   export TESSERA_FUZZ_PORTAL_TOKEN=$(admin session create --email ... | json '["token"]')
+# and add its scheme's line to AUTH in scripts/fuzz_hooks.py.
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"

@@ -43,7 +43,8 @@ fn host_header<'a>(h: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
     h.get(name).map(|v| v.to_str().unwrap_or(UNREADABLE))
 }
 
-fn valid_nonce(n: &str) -> bool {
+/// The nonce rule of D2: 8 to 128 characters of `[A-Za-z0-9_-]` (public for the fuzz targets).
+pub fn valid_nonce(n: &str) -> bool {
     (8..=128).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 

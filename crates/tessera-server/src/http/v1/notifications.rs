@@ -195,13 +195,27 @@ pub async fn show(
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// `queued`, `sending`, `sent` or `failed`.
+    #[param(schema_with = status_schema)]
     pub status: Option<String>,
     /// `email` or `sms`.
+    #[param(schema_with = channel_schema)]
     pub channel: Option<String>,
     /// Page number, from 1 (default 1).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
     pub page: Option<String>,
     /// Items per page, 1–100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
+}
+
+// The document says what `parse_status`, `parse_channel` and the pager accept (schema-driven
+// fuzzing found these four declared as free strings).
+fn status_schema() -> utoipa::openapi::schema::Object {
+    crate::http::openapi::string_enum(&["queued", "sending", "sent", "failed"], "A notification status.")
+}
+
+fn channel_schema() -> utoipa::openapi::schema::Object {
+    crate::http::openapi::string_enum(&["email", "sms"], "A notification channel.")
 }
 
 /// GET /api/white-label/v1/notifications — Signed — notifications:write

@@ -1,0 +1,554 @@
+"""Chaos driver for scripts/chaos.sh (issue 13, part 3). Python standard library only.
+
+Starts the sandbox (its own process, so it outlives the kills) and a real `tessera serve`, drives
+mixed load from a few threads (campaign writes, paid and free purchases through the sandbox,
+settlement by its control API and the webhooks it sends, replayed webhooks, check-ins,
+withdrawals and their transfers) while a killer thread SIGKILLs the server at random moments and
+starts it again, `kills` times. Every answer the driver got is recorded: an acknowledged write is
+one answered 2xx; a request whose answer never came is "unknown" and never retried blindly
+(except withdrawals, which carry an idempotency key and are retried with the same key).
+
+Afterwards (server up, workers running): every acknowledged write is present, nothing was
+applied twice, every payment and withdrawal is in a final or resumable state, then, after every
+outstanding charge and transfer is settled and the workers have run, in a final state; tickets
+issued = quantities paid; `tessera admin ledger check` is clean. Prints one JSON summary line
+and exits non-zero on any violation.
+
+    python3 scripts/chaos.py --bin target/debug/tessera --kills 30 [--database-url URL]
+
+Portal changes (when the portal lands): append a function `op(driver)` to PORTAL_OPS (it gets a
+weight like the others) and a check to `Driver.check_portal`.
+"""
+
+import argparse
+import hashlib
+import hmac
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+V1 = "/api/white-label/v1"
+PROVIDERS = ["provider_a", "provider_b", "provider_c"]
+SCOPES = ("settings:read,settings:write,campaigns:read,campaigns:write,tickets:read,tickets:write,"
+          "payments:write,withdrawals:write,my-tickets:read,submissions:write,notifications:write")
+# Hook for the reseller portal: functions op(driver) -> None, run like the other operations.
+PORTAL_OPS = []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Down(Exception):
+    """No answer: connection refused or cut (the server was killed)."""
+
+
+def http(method, url, body=None, headers=None, timeout=10):
+    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    req = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
+    if data is not None:
+        req.add_header("content-type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            raw = r.read()
+            return r.status, (json.loads(raw) if raw else None)
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        try:
+            return e.code, json.loads(raw)
+        except ValueError:
+            return e.code, {"raw": raw.decode(errors="replace")}
+    except (urllib.error.URLError, ConnectionError, socket.timeout, TimeoutError, OSError) as e:
+        raise Down(str(e)) from e
+
+
+class Driver:
+    def __init__(self, args):
+        self.args = args
+        self.bin = args.bin
+        self.rng = random.Random(args.seed)
+        self.lock = threading.Lock()
+        self.data = tempfile.mkdtemp(prefix="tessera-chaos-")
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.sandbox_port = free_port()
+        self.sandbox = f"http://127.0.0.1:{self.sandbox_port}"
+        self.db_args = ["--data-dir", self.data] + (["--database-url", args.database_url] if args.database_url else [])
+        self.server = None
+        self.stop = threading.Event()
+        self.kills = 0
+        self.restarts = 0
+        # What the driver was told.
+        self.campaigns = {}        # id -> {"title", "paid_type", "free_type", "desc_acked", "desc_tried": set}
+        self.payments = {}         # reference -> {"quantity", "kind", "provider", "settled": None|"succeed"|"fail"}
+        self.tickets = {}          # code -> {"checked_in": bool}
+        self.withdrawals = {}      # idempotency key -> {"id": None|str, "amount", "settled": bool}
+        self.counts = {}
+        self.violations = []
+
+    # --- processes -------------------------------------------------------------------------------
+
+    def config_file(self):
+        path = os.path.join(self.data, "chaos.toml")
+        lines = [
+            "[security]", "rate_limit_per_account = 0", "rate_limit_per_ip = 0", "auth_failure_limit = 0",
+            "allow_private_endpoints = true",
+            "[payments]", f"hold_seconds = {self.args.hold_seconds}", "verify_interval_seconds = 0.5",
+            "[workers]", "poll_ms = 100", "lease_seconds = 2",
+        ]
+        for p in PROVIDERS:
+            lines += [f"[providers.{p}]", f'base_url = "{self.sandbox}/{p}"', f'secret_key = "sk_test_platform_{p}"']
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return path
+
+    def admin(self, *args):
+        out = subprocess.run([self.bin, "admin", *self.db_args, *args, "--json"], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"admin {args}: {out.stderr}")
+        return json.loads(out.stdout)
+
+    def start_server(self):
+        log = open(os.path.join(self.data, "server.log"), "ab")
+        self.server = subprocess.Popen(
+            [self.bin, "serve", *self.db_args, "--config", self.cfg, "--listen", f"127.0.0.1:{self.port}"],
+            stdout=log, stderr=log)
+        for _ in range(300):
+            try:
+                if http("GET", self.base + "/readyz", timeout=1)[0] == 200:
+                    # Signed timestamps must be later than the server's start (D2.6).
+                    time.sleep(0.01)
+                    return
+            except Down:
+                pass
+            time.sleep(0.05)
+        raise SystemExit("server did not become ready")
+
+    def kill_server(self):
+        self.server.send_signal(signal.SIGKILL)
+        self.server.wait()
+
+    def setup(self):
+        self.cfg = self.config_file()
+        self.admin("account", "create", "--slug", "chaos", "--name", "Chaos Events")
+        self.admin("domain", "add", "--account", "chaos", "--hostname", "chaos.example.com", "--primary", "--verified")
+        k = self.admin("key", "create", "--account", "chaos", "--kind", "private", "--scopes", SCOPES,
+                       "--capability", "withdrawals")
+        self.key_id, self.secret = k["keyId"], k["secret"]
+        log = open(os.path.join(self.data, "sandbox.log"), "ab")
+        self.sandbox_proc = subprocess.Popen(
+            [self.bin, "sandbox", "--data-dir", self.data, "--listen", f"127.0.0.1:{self.sandbox_port}",
+             "--notify-url", self.base, "--smtp-listen", f"127.0.0.1:{free_port()}"], stdout=log, stderr=log)
+        self.start_server()
+
+    def teardown(self):
+        for p in (self.server, getattr(self, "sandbox_proc", None)):
+            if p and p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+    # --- requests --------------------------------------------------------------------------------
+
+    def signed(self, method, path, body=None, headers=None):
+        raw = b"" if body is None else json.dumps(body).encode()
+        ts = str(int(time.time() * 1000))
+        canonical = f"{ts}.{method}.{path}.".encode() + (raw or b"{}")
+        h = {
+            "x-white-label-key-id": self.key_id,
+            "x-white-label-timestamp": ts,
+            "x-white-label-nonce": uuid.uuid4().hex,
+            "x-white-label-signature": hmac.new(self.secret.encode(), canonical, hashlib.sha256).hexdigest(),
+        }
+        h.update(headers or {})
+        return http(method, self.base + path, raw if body is not None else None, h)
+
+    def until_answered(self, method, path, body=None, headers=None, tries=600):
+        """For reads and idempotent writes: retry through kills until the server answers (401
+        stale timestamps after a restart included)."""
+        for _ in range(tries):
+            try:
+                status, v = self.signed(method, path, body, headers)
+                if status == 401 and (v or {}).get("code") == "stale_timestamp":
+                    time.sleep(0.05)
+                    continue
+                return status, v
+            except Down:
+                time.sleep(0.05)
+        raise SystemExit(f"{method} {path}: no answer")
+
+    def count(self, name):
+        with self.lock:
+            self.counts[name] = self.counts.get(name, 0) + 1
+
+    def fail(self, msg):
+        with self.lock:
+            self.violations.append(msg)
+
+    # --- operations ------------------------------------------------------------------------------
+
+    def op_campaign(self):
+        now = time.time()
+        fmt = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+        title = f"Chaos {uuid.uuid4().hex}"
+        body = {"title": title, "description": "A campaign made under chaos.", "campaign_type": "ticketing",
+                "start_date": fmt(now - 86400), "end_date": fmt(now + 30 * 86400), "status": "approved"}
+        status, v = self.signed("POST", V1 + "/campaigns", body)
+        if status != 201:
+            return self.count(f"campaign_{status}")
+        cid = v["data"]["id"]
+        self.count("campaign_created")
+        c = {"title": title, "paid_type": None, "free_type": None, "desc_acked": None, "desc_tried": [],
+             "lock": threading.Lock()}
+        with self.lock:
+            self.campaigns[cid] = c
+        for kind, price in (("paid_type", 5), ("free_type", 0)):
+            tb = {"campaignId": cid, "name": f"{kind} seat", "price": price, "quantity_available": 100000,
+                  "max_per_person": 10}
+            status, v = self.signed("POST", V1 + "/ticket-types", tb)
+            if status != 201:
+                return self.count(f"ticket_type_{status}")
+            c[kind] = v["data"]["id"]
+            self.count("ticket_type_created")
+
+    def op_patch(self):
+        with self.lock:
+            cands = list(self.campaigns.items())
+        if not cands:
+            return
+        cid, c = self.rng.choice(cands)
+        if not c["lock"].acquire(blocking=False):
+            return
+        try:
+            desc = f"Described under chaos, version {uuid.uuid4().hex}"
+            c["desc_tried"].append(desc)
+            status, _ = self.signed("PATCH", f"{V1}/campaigns/{cid}", {"description": desc})
+            if status == 200:
+                c["desc_acked"] = desc
+                c["desc_tried"] = [desc]
+                self.count("campaign_patched")
+            else:
+                c["desc_tried"].pop()
+        finally:
+            c["lock"].release()
+
+    def ready_campaign(self, kind):
+        with self.lock:
+            cands = [(cid, c) for cid, c in self.campaigns.items() if c[kind]]
+        return self.rng.choice(cands) if cands else (None, None)
+
+    def op_buy(self, kind):
+        cid, c = self.ready_campaign(kind)
+        if not cid:
+            return
+        q = self.rng.randint(1, 3)
+        body = {"campaign_id": cid, "ticket_id": c[kind], "email": "buyer@example.com", "quantity": q,
+                "full_name": "Ama Mensah", "callbackUrl": "https://chaos.example.com/thanks"}
+        status, v = self.signed("POST", V1 + "/payments/initialize", body)
+        if status != 200:
+            return self.count(f"initialize_{status}")
+        d = v["data"]
+        with self.lock:
+            self.payments[d["reference"]] = {"quantity": q, "kind": kind, "provider": d.get("provider"),
+                                             "settled": None}
+            for t in d.get("tickets") or []:
+                self.tickets[t["ticketCode"]] = {"checked_in": False}
+        self.count(f"purchase_{kind}")
+
+    def op_settle(self):
+        with self.lock:
+            cands = [r for r, p in self.payments.items() if p["kind"] == "paid_type" and p["settled"] is None]
+        if not cands:
+            return
+        ref = self.rng.choice(cands)
+        outcome = "fail" if self.rng.random() < 0.15 else "succeed"
+        # The sandbox's control API; it delivers the webhook to the server (which may be down:
+        # then the verify worker confirms by polling).
+        status, _ = http("POST", f"{self.sandbox}/sandbox/charges/{ref}/{outcome}", {})
+        if status == 200:
+            self.payments[ref]["settled"] = outcome
+            self.count(f"charge_{outcome}")
+
+    def op_replay_webhook(self):
+        with self.lock:
+            cands = [(r, p) for r, p in self.payments.items() if p["settled"] == "succeed" and p["provider"]]
+        if not cands:
+            return
+        ref, p = self.rng.choice(cands)
+        prov = p["provider"]
+        body = json.dumps({"event": "charge.success", "data": {"id": f"replay_{ref}", "reference": ref,
+                                                               "status": "success"}}).encode()
+        digest = hashlib.sha512 if prov == "provider_a" else hashlib.sha256
+        sig = hmac.new(f"sk_test_platform_{prov}".encode(), body, digest).hexdigest()
+        status, _ = http("POST", f"{self.base}/api/white-label/webhooks/{prov}", body, {f"x-{prov}-signature": sig})
+        self.count(f"webhook_replayed_{status}")
+
+    def op_paid_tickets(self):
+        """Learns the ticket codes of confirmed purchases (for check-ins)."""
+        with self.lock:
+            cands = [r for r, p in self.payments.items() if p["settled"] == "succeed" and not p.get("seen")]
+        if not cands:
+            return
+        ref = self.rng.choice(cands)
+        status, v = self.signed("GET", f"{V1}/payments/{ref}")
+        if status == 200 and v["data"]["status"] == "success":
+            with self.lock:
+                self.payments[ref]["seen"] = True
+                for t in v["data"].get("tickets") or []:
+                    self.tickets.setdefault(t["ticketCode"], {"checked_in": False})
+
+    def op_checkin(self):
+        with self.lock:
+            cands = [code for code, t in self.tickets.items() if not t["checked_in"]]
+        if not cands:
+            return
+        code = self.rng.choice(cands)
+        status, v = self.signed("POST", V1 + "/tickets/verify", {"ticketCode": code, "autoVerify": True})
+        if status == 200:
+            self.tickets[code]["checked_in"] = True
+            self.count("checked_in")
+
+    def op_withdraw(self, key=None):
+        if key is None:
+            key = uuid.uuid4().hex
+            with self.lock:
+                self.withdrawals[key] = {"id": None, "amount": 1, "settled": False, "answered": False}
+        body = {"amount": 1, "bank_name": "MTN Mobile Money", "bank_code": "MTN", "account_number": "0241234567",
+                "account_name": "Ama Mensah"}
+        status, v = self.signed("POST", V1 + "/withdrawals", body, {"x-idempotency-key": key})
+        w = self.withdrawals[key]
+        w["answered"] = True
+        if status == 201 or (status == 200 and v and v.get("data", {}).get("id")):
+            wid = v["data"]["id"]
+            if w["id"] and w["id"] != wid:
+                self.fail(f"idempotency key {key} answered two withdrawals {w['id']} and {wid}")
+            w["id"] = wid
+            self.count("withdrawal_created")
+        else:
+            self.count(f"withdrawal_{status}")
+
+    def op_withdraw_retry(self):
+        with self.lock:
+            cands = [k for k, w in self.withdrawals.items() if not w["answered"]]
+        if cands:
+            self.op_withdraw(self.rng.choice(cands))
+
+    def op_settle_transfer(self):
+        with self.lock:
+            cands = [w for w in self.withdrawals.values() if w["id"] and not w["settled"]]
+        if not cands:
+            return
+        w = self.rng.choice(cands)
+        status, _ = http("POST", f"{self.sandbox}/sandbox/transfers/{w['id']}/succeed", {})
+        if status == 200:
+            w["settled"] = True
+            self.count("transfer_succeed")
+
+    def operations(self):
+        ops = [
+            (6, self.op_campaign), (6, self.op_patch), (25, lambda: self.op_buy("paid_type")),
+            (10, lambda: self.op_buy("free_type")), (20, self.op_settle), (5, self.op_replay_webhook),
+            (6, self.op_paid_tickets), (12, self.op_checkin), (4, self.op_withdraw), (3, self.op_withdraw_retry),
+            (4, self.op_settle_transfer),
+        ]
+        ops += [(5, lambda op=op: op(self)) for op in PORTAL_OPS]
+        return ops
+
+    def worker(self, seed):
+        rng = random.Random(seed)
+        ops = self.operations()
+        weights = [w for w, _ in ops]
+        while not self.stop.is_set():
+            _, op = rng.choices(ops, weights)[0]
+            try:
+                op()
+            except Down:
+                self.count("no_answer")
+                time.sleep(0.02)
+            except Exception as e:  # noqa: BLE001 - a driver bug must not pass silently
+                self.fail(f"driver error in {op}: {e!r}")
+                time.sleep(0.1)
+
+    def killer(self):
+        for _ in range(self.args.kills):
+            time.sleep(self.rng.uniform(0.3, 2.5))
+            self.kill_server()
+            self.kills += 1
+            time.sleep(self.rng.uniform(0.0, 0.3))
+            self.start_server()
+            self.restarts += 1
+        time.sleep(1.0)
+        self.stop.set()
+
+    # --- the audit -------------------------------------------------------------------------------
+
+    def all_pages(self, path):
+        rows, page = [], 1
+        while True:
+            sep = "&" if "?" in path else "?"
+            status, v = self.until_answered("GET", f"{path}{sep}page={page}&limit=100")
+            if status != 200:
+                raise SystemExit(f"GET {path}: {status} {v}")
+            rows += v["data"]
+            if len(v["data"]) < 100:
+                return rows
+            page += 1
+
+    def check(self):
+        checks = 0
+        # Every acknowledged write is present.
+        for cid, c in self.campaigns.items():
+            status, v = self.until_answered("GET", f"{V1}/campaigns/{cid}")
+            checks += 1
+            if status != 200:
+                self.fail(f"acknowledged campaign {cid} is gone: {status}")
+                continue
+            d = v["data"]
+            if c["desc_acked"] and d["description"] not in c["desc_tried"]:
+                self.fail(f"campaign {cid}: description {d['description']!r} is not the acknowledged one")
+        titles = {}
+        for row in self.all_pages(V1 + "/campaigns"):
+            titles[row["title"]] = titles.get(row["title"], 0) + 1
+        doubled = [t for t, n in titles.items() if n > 1]
+        checks += 1
+        if doubled:
+            self.fail(f"campaigns created twice: {doubled}")
+        server_payments = {p["reference"]: p for p in self.all_pages(V1 + "/payments")}
+        for ref in self.payments:
+            checks += 1
+            if ref not in server_payments:
+                self.fail(f"acknowledged payment {ref} is gone")
+        resumable = {"pending", "success", "failed", "abandoned"}
+        for ref, p in server_payments.items():
+            checks += 1
+            if p["status"] not in resumable:
+                self.fail(f"payment {ref} in state {p['status']}")
+        server_withdrawals = {w["id"]: w for w in self.all_pages(V1 + "/withdrawals")}
+        acked = {w["id"] for w in self.withdrawals.values() if w["id"]}
+        for wid in acked:
+            checks += 1
+            if wid not in server_withdrawals:
+                self.fail(f"acknowledged withdrawal {wid} is gone")
+        checks += 1
+        if len(server_withdrawals) > len(self.withdrawals):
+            self.fail(f"{len(server_withdrawals)} withdrawals for {len(self.withdrawals)} idempotency keys")
+        for code, t in self.tickets.items():
+            if t["checked_in"]:
+                checks += 1
+                status, v = self.until_answered("POST", V1 + "/tickets/verify", {"ticketCode": code})
+                if status != 200 or v["data"].get("checkedIn") is not True:
+                    self.fail(f"acknowledged check-in of {code} is gone: {status} {v}")
+
+        # Settle everything outstanding and let the workers run: everything ends final.
+        for ref, p in server_payments.items():
+            if p["status"] == "pending" and p["amount"] != 0:
+                http("POST", f"{self.sandbox}/sandbox/charges/{ref}/succeed", {})
+        deadline = time.time() + self.args.settle_seconds
+        while True:
+            for wid, w in list(server_withdrawals.items()):
+                if w["status"] in ("pending", "processing"):
+                    http("POST", f"{self.sandbox}/sandbox/transfers/{wid}/succeed", {})
+            server_payments = {p["reference"]: p for p in self.all_pages(V1 + "/payments")}
+            server_withdrawals = {w["id"]: w for w in self.all_pages(V1 + "/withdrawals")}
+            open_p = [r for r, p in server_payments.items() if p["status"] == "pending"]
+            open_w = [i for i, w in server_withdrawals.items() if w["status"] in ("pending", "processing")]
+            if not open_p and not open_w:
+                break
+            if time.time() > deadline:
+                self.fail(f"not final after {self.args.settle_seconds}s: payments {open_p[:5]}, withdrawals {open_w[:5]}")
+                break
+            time.sleep(1)
+        tickets_total = 0
+        for ref, p in server_payments.items():
+            checks += 1
+            status, v = self.until_answered("GET", f"{V1}/payments/{ref}")
+            d = v["data"]
+            n = len(d.get("tickets") or [])
+            if d["status"] == "success":
+                tickets_total += n
+                if n != d["quantity"]:
+                    self.fail(f"payment {ref}: {n} tickets for quantity {d['quantity']}")
+            elif n:
+                self.fail(f"payment {ref} is {d['status']} but issued {n} tickets")
+            mine = self.payments.get(ref)
+            if mine and mine["settled"] == "succeed" and d["status"] != "success":
+                self.fail(f"payment {ref} was paid but is {d['status']}")
+        for wid in acked:
+            checks += 1
+            w = server_withdrawals.get(wid)
+            if not w or w["status"] not in ("completed", "failed"):
+                self.fail(f"withdrawal {wid} not final: {w}")
+        self.check_portal()
+        out = subprocess.run([self.bin, "admin", *self.db_args, "ledger", "check", "--json"],
+                             capture_output=True, text=True)
+        checks += 1
+        report = json.loads(out.stdout or "null")
+        if out.returncode != 0 or not report or report.get("ok") is not True:
+            self.fail(f"ledger check: exit {out.returncode}: {out.stdout} {out.stderr}")
+        return checks, tickets_total, len(server_payments), len(server_withdrawals)
+
+    def check_portal(self):
+        """Portal invariants go here when the portal lands."""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--kills", type=int, default=30)
+    ap.add_argument("--database-url", default="")
+    ap.add_argument("--threads", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--hold-seconds", type=int, default=60, help="payment hold (orphans end abandoned after it)")
+    ap.add_argument("--settle-seconds", type=int, default=150, help="how long the workers get to end everything")
+    args = ap.parse_args()
+    if args.seed is None:
+        args.seed = random.randrange(1 << 30)
+    d = Driver(args)
+    started = time.time()
+    try:
+        d.setup()
+        threads = [threading.Thread(target=d.worker, args=(args.seed + i,), daemon=True) for i in range(args.threads)]
+        for t in threads:
+            t.start()
+        d.killer()
+        for t in threads:
+            t.join(30)
+        checks, tickets, payments, withdrawals = d.check()
+        summary = {
+            "database": "postgres" if args.database_url else "sqlite", "seed": args.seed, "kills": d.kills,
+            "restarts": d.restarts, "seconds": round(time.time() - started), "operations": d.counts,
+            "acknowledged": {"campaigns": len(d.campaigns), "payments": len(d.payments),
+                             "check_ins": sum(1 for t in d.tickets.values() if t["checked_in"]),
+                             "withdrawals": sum(1 for w in d.withdrawals.values() if w["id"])},
+            "server_payments": payments, "server_withdrawals": withdrawals, "tickets_issued": tickets,
+            "invariants_checked": checks, "violations": d.violations,
+        }
+        print(json.dumps(summary, sort_keys=True))
+        if d.violations:
+            print(f"server log: {d.data}/server.log", file=sys.stderr)
+            sys.exit(1)
+    finally:
+        d.teardown()
+        if not d.violations:
+            shutil.rmtree(d.data, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
