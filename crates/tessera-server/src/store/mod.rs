@@ -17,6 +17,7 @@ pub mod ledger;
 pub mod notifications;
 pub mod participants;
 pub mod payments;
+pub mod portal;
 pub mod query;
 pub mod settings;
 pub mod submissions;
@@ -99,6 +100,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (3, "payments", include_str!("../../migrations/0003_payments.sql")),
     (4, "withdrawals", include_str!("../../migrations/0004_withdrawals.sql")),
     (5, "tickets", include_str!("../../migrations/0005_tickets.sql")),
+    (6, "portal", include_str!("../../migrations/0006_portal.sql")),
 ];
 
 impl Store {
