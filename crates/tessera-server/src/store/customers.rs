@@ -196,6 +196,14 @@ impl Store {
         Ok(verdict)
     }
 
+    /// One try at a challenge that opens nothing but itself (the portal's `otp/verify`).
+    pub async fn check_challenge(&self, c: &Challenge, matches: bool, now: i64) -> StoreResult<Verified> {
+        let mut tx = self.writer().begin().await?;
+        let verdict = try_code(&mut tx, c, matches, now).await?;
+        tx.commit().await?;
+        Ok(verdict)
+    }
+
     /// A live session by its token's hash (`None`: unknown or expired, 401).
     pub async fn customer_session(&self, token_hash: &str, now: i64) -> StoreResult<Option<(String, CustomerSession)>> {
         let row = sqlx::query(
