@@ -83,7 +83,7 @@ pub async fn send(
             check.fail("recipient", "is required");
             None
         }
-        (Some("sms"), Some(r)) => check.take(phone("recipient", r)),
+        (Some("sms" | "whatsapp"), Some(r)) => check.take(phone("recipient", r)),
         (_, Some(r)) => check.take(portal_email("recipient", r)),
     };
     match body.purpose.as_deref() {
