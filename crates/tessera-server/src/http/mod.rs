@@ -52,7 +52,7 @@ pub fn is_domain_key_path(path: &str) -> bool {
                        `portalSession` bearer token (D15.5, D16.26).",
     ),
     modifiers(&SecuritySchemes),
-    components(schemas(error::ErrorEnvelope, error::Detail, envelope::Pagination)),
+    components(schemas(error::ErrorEnvelope, error::Detail, envelope::Pagination, portal::PortalErrorEnvelope)),
 )]
 struct ApiDoc;
 

@@ -8,7 +8,7 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::{
-    Portal, PortalBodyErrors, PortalCaller, PortalConflict, PortalEnvelope, PortalErrorEnvelope, PortalErrors,
+    Portal, PortalBodyErrors, PortalCaller, PortalConflict, PortalEnvelope, PortalErrors, PortalNoMember,
     PortalNotFound, PortalResult, PortalThrottled,
 };
 use crate::auth::sessions::{self, CODE_LIFE_MS, PORTAL_SESSION_MS};
@@ -156,8 +156,7 @@ pub async fn otp_start(
     request_body(content = OtpVerifyIn, example = json!({"challengeId": "otp_…", "code": "042917"})),
     responses(
         (status = 200, description = "A portal session: the token (shown once) and its expiry. Signing in with an invited address makes the invitation an active member.", body = PortalEnvelope<SessionOut>),
-        (status = 401, description = "`missing_auth`: the e-mail no longer has an active or invited member.", body = PortalErrorEnvelope),
-        PortalBodyErrors, PortalNotFound, PortalConflict,
+        PortalNoMember, PortalBodyErrors, PortalNotFound, PortalConflict,
     )
 )]
 pub async fn otp_verify(

@@ -181,6 +181,11 @@ crate::error_responses! {
                 another reseller, a request already decided, an effect that cannot apply).",
     }
 
+    /// 401 of sign-in verification.
+    PortalNoMember = PortalErrorEnvelope {
+        401 => "`missing_auth`: the code was right but the e-mail no longer has an active or invited member.",
+    }
+
     /// 429 of the sign-in routes.
     PortalThrottled = PortalErrorEnvelope {
         429 => "`rate_limited`: a passcode was sent to the address less than 60 s ago, or 5 in the last hour \
