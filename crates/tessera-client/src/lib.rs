@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod models;
+pub mod portal;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -115,6 +115,49 @@ enum AdminCommand {
         #[command(subcommand)]
         command: ApprovalCommand,
     },
+    /// Reseller profiles of accounts (the reseller portal, D15.1, D16.18).
+    Reseller {
+        #[command(subcommand)]
+        command: ResellerCommand,
+    },
+    /// Reseller portal sessions (D15.1).
+    Session {
+        #[command(subcommand)]
+        command: SessionCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ResellerCommand {
+    /// Makes an account a reseller: its profile (draft) and owner (member type owner, role admin).
+    Create {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        owner_email: String,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Moves the profile: enabled, suspended or disabled (only the operator lifts a suspension).
+    SetStatus {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        status: String,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+}
+
+#[derive(Subcommand)]
+enum SessionCommand {
+    /// Mints a portal session for an existing user: {token, expiresAt}.
+    Create {
+        #[arg(long)]
+        email: String,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
 }
 
 #[derive(Subcommand)]
@@ -319,6 +362,15 @@ async fn run_admin(cfg: &Config, command: AdminCommand) -> ExitCode {
         }
         AdminCommand::Approval { command: ApprovalCommand::Decide { id, status, note, out } } => {
             (admin::approval_decide(&store, &id, &status, note.as_deref()).await, out.json)
+        }
+        AdminCommand::Reseller { command: ResellerCommand::Create { account, owner_email, out } } => {
+            (admin::reseller_create(&store, &account, &owner_email).await, out.json)
+        }
+        AdminCommand::Reseller { command: ResellerCommand::SetStatus { account, status, out } } => {
+            (admin::reseller_set_status(&store, &account, &status).await, out.json)
+        }
+        AdminCommand::Session { command: SessionCommand::Create { email, out } } => {
+            (admin::session_create(&store, &keyring, &email).await, out.json)
         }
     };
     // A report that says `ok: false` (the money audit) prints like any other and exits 1.

@@ -21,6 +21,13 @@ use crate::store::notifications::Notification;
 
 /// Event type of the my-tickets passcode mail (its payload's code is scrubbed once delivered).
 pub const PASSCODE_EVENT: &str = "my_tickets.passcode";
+/// Event type of the reseller portal's passcodes (sign-in and `otp/send`), scrubbed alike.
+pub const PORTAL_PASSCODE_EVENT: &str = "portal.passcode";
+
+/// Whether a notification carries a passcode (its payload is scrubbed once it is final).
+pub fn carries_passcode(event_type: &str) -> bool {
+    event_type == PASSCODE_EVENT || event_type == PORTAL_PASSCODE_EVENT
+}
 
 /// A rendered message.
 #[derive(Debug, Clone)]
@@ -75,6 +82,12 @@ const TEMPLATES: &[(&str, &str, &str, &str)] = &[
         "Your passcode for {{ campaign }}",
         "Your passcode to see your tickets for {{ campaign }} is {{ code }}.\nIt works once, for {{ minutes }} minutes. If you did not ask for it, ignore this message.\n",
         "<p>Your passcode to see your tickets for <strong>{{ campaign }}</strong> is</p><p style=\"font-size:28px;letter-spacing:6px;font-family:monospace\">{{ code }}</p><p>It works once, for {{ minutes }} minutes. If you did not ask for it, ignore this message.</p>",
+    ),
+    (
+        PORTAL_PASSCODE_EVENT,
+        "Your passcode",
+        "Your passcode is {{ code }}.\nIt works once, for {{ minutes }} minutes, to {{ action }}. If you did not ask for it, ignore this message.\n",
+        "<p>Your passcode is</p><p style=\"font-size:28px;letter-spacing:6px;font-family:monospace\">{{ code }}</p><p>It works once, for {{ minutes }} minutes, to {{ action }}. If you did not ask for it, ignore this message.</p>",
     ),
 ];
 
@@ -206,7 +219,7 @@ async fn event_context(state: &AppState, n: &Notification) -> Result<Value, Stri
             }
             Ok(merge(base, json!({"tickets": items})))
         }
-        PASSCODE_EVENT => {
+        PASSCODE_EVENT | PORTAL_PASSCODE_EVENT => {
             str_of(p, "code").ok_or("the passcode is no longer kept")?;
             Ok(merge(base, json!({"minutes": p.get("minutes").cloned().unwrap_or(json!(10))})))
         }

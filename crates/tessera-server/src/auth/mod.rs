@@ -5,3 +5,4 @@ pub mod directory;
 pub mod guard;
 pub mod keys;
 pub mod replay;
+pub mod sessions;

@@ -271,3 +271,66 @@ pub async fn approval_decide(store: &Store, id: &str, status: &str, note: Option
         Err(e) => Err(e.into()),
     }
 }
+
+fn profile_json(slug: &str, p: &crate::store::portal::Profile) -> Value {
+    json!({
+        "account": slug, "id": p.id, "status": p.status, "requireSubCreatorApproval": p.require_sub_creator_approval,
+        "allowPublicSignup": p.allow_public_signup, "riskLevel": p.risk_level, "updatedAt": rfc3339(p.updated_at),
+    })
+}
+
+/// `admin reseller create --account SLUG --owner-email E` (D15.1): the account's reseller
+/// profile (draft) and its owner (user, member type owner, role admin, active).
+pub async fn reseller_create(store: &Store, slug: &str, owner_email: &str) -> AdminResult {
+    let acct = account(store, slug).await?;
+    let email = crate::http::portal::auth::portal_email("owner-email", owner_email)?;
+    let (profile, owner) = store.create_reseller(&acct.id, &email, crate::domain::time::now_ms()).await?;
+    let mut out = profile_json(&acct.slug, &profile);
+    out["owner"] = json!({"memberId": owner.id, "userId": owner.user_id, "email": owner.email, "memberType": owner.member_type, "roles": owner.roles, "status": owner.status});
+    Ok(out)
+}
+
+/// `admin reseller set-status --account SLUG --status enabled|suspended|disabled` (D16.18): the
+/// operator's moves, which alone lift a suspension. Sessions read the profile on every
+/// request, so a running server sees the change at once.
+pub async fn reseller_set_status(store: &Store, slug: &str, status: &str) -> AdminResult {
+    use crate::store::portal::{Actor, ProfilePatch};
+    if !["enabled", "suspended", "disabled"].contains(&status) {
+        return Err(DomainError::field("status", "must be enabled, suspended or disabled").into());
+    }
+    let acct = account(store, slug).await?;
+    let patch = ProfilePatch { status: Some(status.to_string()), ..ProfilePatch::default() };
+    let moved = store
+        .update_reseller_profile(
+            &acct.id,
+            &patch,
+            crate::domain::portal::operator_profile_move,
+            &Actor::operator(),
+            crate::domain::time::now_ms(),
+        )
+        .await;
+    match moved {
+        Ok(p) => Ok(profile_json(&acct.slug, &p)),
+        Err(crate::store::UpdateError::Domain(DomainError::InvalidTransition(m))) => {
+            Err(AdminError { code: "invalid_transition", message: m })
+        }
+        Err(crate::store::UpdateError::Domain(d)) => Err(d.into()),
+        Err(crate::store::UpdateError::Store(s)) => Err(s.into()),
+        Err(crate::store::UpdateError::Raced) => Err(AdminError { code: "conflict", message: "retry".into() }),
+    }
+}
+
+/// `admin session create --email E` (D15.1): a portal session for an existing user with an
+/// active member; the token is in the answer and nowhere else.
+pub async fn session_create(store: &Store, keyring: &Keyring, email: &str) -> AdminResult {
+    use crate::auth::sessions::{new_token, PORTAL_SESSION_MS};
+    let email = crate::http::portal::auth::portal_email("email", email)?;
+    let token = new_token("tps_");
+    let now = crate::domain::time::now_ms();
+    let expires_at = now + PORTAL_SESSION_MS;
+    match store.mint_portal_session(&email, &keyring.hash_secret(&token), expires_at, now).await {
+        Ok(_) => Ok(json!({"token": token, "expiresAt": rfc3339(expires_at)})),
+        Err(StoreError::NotFound(what)) => Err(not_found(what, &email)),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -5,6 +5,7 @@ pub mod check;
 pub mod money;
 pub mod participants;
 pub mod payments;
+pub mod portal;
 pub mod qr;
 pub mod scopes;
 pub mod settings;

@@ -6,6 +6,7 @@ pub mod extract;
 pub mod health;
 pub mod middleware;
 pub mod openapi;
+pub mod portal;
 pub mod serve;
 pub mod v1;
 pub mod webhooks;
@@ -14,7 +15,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::Router;
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -45,10 +46,13 @@ pub fn is_domain_key_path(path: &str) -> bool {
         description = "Every version 1 answer is `{success: true, data, requestId}` or the error envelope \
                        `{success: false, error, code, requestId, details?}`, with the same id in `x-request-id`. \
                        Each operation lists the errors it can answer; an unknown path answers 404 and a known \
-                       path with another method 405 (`components.responses`), both in the envelope.",
+                       path with another method 405 (`components.responses`), both in the envelope. \
+                       Reseller portal routes (`/api/white-label/portal/…`) answer `{success: true, data}` or \
+                       `{success: false, error, code, details?}` (no requestId; the header is set) and take the \
+                       `portalSession` bearer token (D15.5, D16.26).",
     ),
     modifiers(&SecuritySchemes),
-    components(schemas(error::ErrorEnvelope, error::Detail, envelope::Pagination)),
+    components(schemas(error::ErrorEnvelope, error::Detail, envelope::Pagination, portal::PortalErrorEnvelope)),
 )]
 struct ApiDoc;
 
@@ -74,6 +78,19 @@ impl Modify for SecuritySchemes {
                 "Domain key (Scheme 1): x-white-label-key = `<keyId>:<secret>` of a public or campaign key, \
                  with x-white-label-domain = an approved domain of the account.",
             ))),
+        );
+        c.add_security_scheme(
+            "portalSession",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "User session (Scheme 3): `Authorization: Bearer <token>` from \
+                         POST /api/white-label/portal/auth/otp/verify (or `tessera admin session create`); \
+                         12 hours after its last use. Keys and signatures are refused on portal routes.",
+                    ))
+                    .build(),
+            ),
         );
     }
 }
@@ -114,6 +131,25 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(v1::storefront::show))
 }
 
+/// Reseller portal routes behind the session scheme (spec Scheme 3).
+fn portal_session_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(portal::auth::logout))
+        .routes(routes!(portal::reseller::show))
+        .routes(routes!(portal::reseller::update_profile))
+        .routes(routes!(portal::members::create))
+        .routes(routes!(portal::members::update))
+        .routes(routes!(portal::approvals::create, portal::approvals::list))
+        .routes(routes!(portal::approvals::decide))
+        .routes(routes!(portal::otp::send))
+        .routes(routes!(portal::otp::verify))
+}
+
+/// Portal sign-in: no credentials yet (D10.1).
+fn portal_sign_in_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(portal::auth::otp_start)).routes(routes!(portal::auth::otp_verify))
+}
+
 fn open_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(health::healthz)).routes(routes!(health::readyz))
 }
@@ -128,6 +164,8 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     let (_, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(v1_routes())
         .merge(webhook_routes())
+        .merge(portal_sign_in_routes())
+        .merge(portal_session_routes())
         .merge(open_routes())
         .split_for_parts();
     doc
@@ -152,9 +190,18 @@ pub fn router(state: AppState) -> Router {
     let (open, _) = open_routes().split_for_parts();
     crate::telemetry::metrics::install();
     let (webhooks, _) = webhook_routes().split_for_parts();
+    let (portal_session, _) = portal_session_routes().split_for_parts();
+    let portal_session =
+        portal_session.route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::session::layer));
+    let (portal_sign_in, _) = portal_sign_in_routes().split_for_parts();
+    let portal = Router::new()
+        .merge(portal_session)
+        .merge(portal_sign_in)
+        .route_layer(axum::middleware::from_fn(middleware::session::envelope));
     let router = Router::new()
         .merge(v1)
         .merge(webhooks)
+        .merge(portal)
         .merge(open)
         .route("/api/white-label/v1/openapi.json", axum::routing::get(openapi_json));
     // D16.20: on the main listener unless turned off or moved to `metrics.listen`.

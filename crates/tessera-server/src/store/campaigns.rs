@@ -292,7 +292,7 @@ impl Store {
 
 /// D13.2: a status change queues `campaign.status.updated` to the account's
 /// `notifications.organizerEmail` when it is set, in the change's transaction.
-async fn queue_status_notification(
+pub(crate) async fn queue_status_notification(
     conn: &mut sqlx::AnyConnection,
     account_id: &str,
     before: &Campaign,

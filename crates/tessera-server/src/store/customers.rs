@@ -2,6 +2,9 @@
 //! are stored as keyed hashes only (the caller hashes them with the keyring). A challenge is
 //! written whether or not the recipient holds tickets, in the same transaction as the passcode
 //! mail's notification when there is one, so neither the answer nor the work reveals which.
+//! The same challenges serve the reseller portal's sign-in and `otp/send` (D15.4, D16.16): the
+//! purpose says what a challenge opens, and [`try_code`] settles a try inside the transaction
+//! that writes what it opens.
 use sqlx::Row;
 
 use super::notifications::{queue_notification, NewNotification};
@@ -57,8 +60,8 @@ pub struct CustomerSession {
 /// What checking a code found.
 #[derive(Debug, Clone)]
 pub enum Verified {
-    /// Right code: the session was created.
-    Session,
+    /// Right code: the challenge is consumed (what it opens is written in the same transaction).
+    Accepted,
     /// Wrong code; tries left.
     Wrong {
         remaining: i64,
@@ -71,27 +74,30 @@ pub enum Verified {
 }
 
 impl Store {
-    /// Recent challenges of a recipient for `purpose` in the account (D8.2 limits).
+    /// Recent challenges of a recipient for `purpose` (D8.2 limits): in the account when one is
+    /// given (my-tickets, `otp/send`), else wherever they were made (portal sign-in, whose
+    /// answer must not depend on whether the e-mail belongs to a reseller). The cooldown looks
+    /// at the newest challenge of `campaign_id` (my-tickets), or of any campaign when `None`.
     pub async fn recent_challenges(
         &self,
-        account_id: &str,
-        campaign_id: &str,
+        account_id: Option<&str>,
+        campaign_id: Option<&str>,
         purpose: &str,
         recipient: &str,
         now: i64,
     ) -> StoreResult<RecentSends> {
-        let row = sqlx::query(
+        let account_filter = if account_id.is_some() { " AND account_id = $6" } else { "" };
+        let sql = format!(
             "SELECT COUNT(*) AS n, MIN(created_at) AS oldest, \
-             MAX(CASE WHEN campaign_id = $1 THEN created_at ELSE NULL END) AS newest \
-             FROM otp_challenges WHERE purpose = $2 AND recipient = $3 AND account_id = $4 AND created_at > $5",
-        )
-        .bind(campaign_id)
-        .bind(purpose)
-        .bind(recipient)
-        .bind(account_id)
-        .bind(now - 3_600_000)
-        .fetch_one(self.writer())
-        .await?;
+             MAX(CASE WHEN $1 = '' OR COALESCE(campaign_id, '') = $2 THEN created_at ELSE NULL END) AS newest \
+             FROM otp_challenges WHERE purpose = $3 AND recipient = $4 AND created_at > $5{account_filter}"
+        );
+        let scope = campaign_id.unwrap_or("");
+        let mut q = sqlx::query(&sql).bind(scope).bind(scope).bind(purpose).bind(recipient).bind(now - 3_600_000);
+        if let Some(a) = account_id {
+            q = q.bind(a);
+        }
+        let row = q.fetch_one(self.writer()).await?;
         Ok(RecentSends {
             last_hour: row.try_get("n")?,
             newest_in_campaign: row.try_get("newest")?,
@@ -130,15 +136,16 @@ impl Store {
         Ok(())
     }
 
-    /// A challenge of the account for `purpose`.
-    pub async fn challenge(&self, account_id: &str, purpose: &str, id: &str) -> StoreResult<Challenge> {
+    /// A challenge by id, of the account when one is given (callers check its `purpose`: a
+    /// challenge opens only what it was made for, D16.16).
+    pub async fn challenge(&self, account_id: Option<&str>, id: &str) -> StoreResult<Challenge> {
         let r = sqlx::query(
             "SELECT id, account_id, campaign_id, recipient, purpose, code_hash, attempts, expires_at, consumed_at \
-             FROM otp_challenges WHERE id = $1 AND account_id = $2 AND purpose = $3",
+             FROM otp_challenges WHERE id = $1 AND ($2 = '' OR account_id = $3)",
         )
         .bind(id)
-        .bind(account_id)
-        .bind(purpose)
+        .bind(account_id.unwrap_or(""))
+        .bind(account_id.unwrap_or(""))
         .fetch_optional(self.writer())
         .await?
         .ok_or(StoreError::NotFound("challenge"))?;
@@ -155,10 +162,9 @@ impl Store {
         })
     }
 
-    /// Settles one try at a challenge whose code the caller has compared (`matches`): a right
-    /// code consumes it and creates the session (token stored hashed) in the same transaction;
-    /// a wrong one counts. Both are conditional updates, so a challenge is exchanged once and
-    /// never tried more than five times, whatever the concurrency.
+    /// Settles one try at a my-tickets challenge whose code the caller has compared
+    /// (`matches`): a right code consumes it and creates the customer session (token stored
+    /// hashed) in the same transaction; a wrong one counts.
     pub async fn settle_challenge(
         &self,
         c: &Challenge,
@@ -166,63 +172,36 @@ impl Store {
         session: (&str, i64),
         now: i64,
     ) -> StoreResult<Verified> {
-        if c.consumed_at.is_some() {
-            return Ok(Verified::Used);
-        }
-        if c.attempts >= MAX_ATTEMPTS {
-            return Ok(Verified::Locked);
-        }
-        if now >= c.expires_at {
-            return Ok(Verified::Expired);
-        }
         let mut tx = self.writer().begin().await?;
-        if !matches {
-            let n = sqlx::query(
-                "UPDATE otp_challenges SET attempts = attempts + 1 WHERE id = $1 AND attempts < $2 AND consumed_at IS NULL",
+        let verdict = try_code(&mut tx, c, matches, now).await?;
+        if let Verified::Accepted = verdict {
+            let (Some(account), Some(campaign)) = (c.account_id.as_deref(), c.campaign_id.as_deref()) else {
+                return Err(StoreError::Corrupt("a my-tickets challenge without account or campaign".into()));
+            };
+            sqlx::query(
+                "INSERT INTO customer_sessions (token_hash, account_id, campaign_id, email, challenge_id, expires_at, \
+                 created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
             )
+            .bind(session.0)
+            .bind(account)
+            .bind(campaign)
+            .bind(&c.recipient)
             .bind(&c.id)
-            .bind(MAX_ATTEMPTS)
+            .bind(session.1)
+            .bind(now)
             .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            tx.commit().await?;
-            return Ok(if n == 1 {
-                Verified::Wrong { remaining: MAX_ATTEMPTS - c.attempts - 1 }
-            } else {
-                Verified::Locked
-            });
+            .await?;
         }
-        let n = sqlx::query(
-            "UPDATE otp_challenges SET consumed_at = $1 WHERE id = $2 AND attempts < $3 AND consumed_at IS NULL",
-        )
-        .bind(now)
-        .bind(&c.id)
-        .bind(MAX_ATTEMPTS)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if n == 0 {
-            tx.rollback().await?;
-            return Ok(Verified::Used);
-        }
-        let (Some(account), Some(campaign)) = (c.account_id.as_deref(), c.campaign_id.as_deref()) else {
-            return Err(StoreError::Corrupt("a my-tickets challenge without account or campaign".into()));
-        };
-        sqlx::query(
-            "INSERT INTO customer_sessions (token_hash, account_id, campaign_id, email, challenge_id, expires_at, \
-             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(session.0)
-        .bind(account)
-        .bind(campaign)
-        .bind(&c.recipient)
-        .bind(&c.id)
-        .bind(session.1)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
         tx.commit().await?;
-        Ok(Verified::Session)
+        Ok(verdict)
+    }
+
+    /// One try at a challenge that opens nothing but itself (the portal's `otp/verify`).
+    pub async fn check_challenge(&self, c: &Challenge, matches: bool, now: i64) -> StoreResult<Verified> {
+        let mut tx = self.writer().begin().await?;
+        let verdict = try_code(&mut tx, c, matches, now).await?;
+        tx.commit().await?;
+        Ok(verdict)
     }
 
     /// A live session by its token's hash (`None`: unknown or expired, 401).
@@ -246,4 +225,50 @@ impl Store {
             },
         )))
     }
+}
+
+/// One try at a challenge, in the caller's transaction (which also writes what a right code
+/// opens: a customer session, a portal session, nothing). A right code consumes the challenge;
+/// a wrong one counts. Both are conditional updates, so a challenge is exchanged once and never
+/// tried more than five times, whatever the concurrency. Only `Accepted` and `Wrong` wrote.
+pub(crate) async fn try_code(
+    conn: &mut sqlx::AnyConnection,
+    c: &Challenge,
+    matches: bool,
+    now: i64,
+) -> StoreResult<Verified> {
+    if c.consumed_at.is_some() {
+        return Ok(Verified::Used);
+    }
+    if c.attempts >= MAX_ATTEMPTS {
+        return Ok(Verified::Locked);
+    }
+    if now >= c.expires_at {
+        return Ok(Verified::Expired);
+    }
+    if !matches {
+        let n = sqlx::query(
+            "UPDATE otp_challenges SET attempts = attempts + 1 WHERE id = $1 AND attempts < $2 AND consumed_at IS NULL",
+        )
+        .bind(&c.id)
+        .bind(MAX_ATTEMPTS)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        return Ok(if n == 1 {
+            Verified::Wrong { remaining: MAX_ATTEMPTS - c.attempts - 1 }
+        } else {
+            Verified::Locked
+        });
+    }
+    let n = sqlx::query(
+        "UPDATE otp_challenges SET consumed_at = $1 WHERE id = $2 AND attempts < $3 AND consumed_at IS NULL",
+    )
+    .bind(now)
+    .bind(&c.id)
+    .bind(MAX_ATTEMPTS)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    Ok(if n == 1 { Verified::Accepted } else { Verified::Used })
 }

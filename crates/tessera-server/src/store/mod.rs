@@ -18,6 +18,7 @@ pub mod notifications;
 pub mod page_cache;
 pub mod participants;
 pub mod payments;
+pub mod portal;
 pub mod query;
 pub mod settings;
 pub mod sqlite_read;
@@ -108,6 +109,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (3, "payments", include_str!("../../migrations/0003_payments.sql")),
     (4, "withdrawals", include_str!("../../migrations/0004_withdrawals.sql")),
     (5, "tickets", include_str!("../../migrations/0005_tickets.sql")),
+    (6, "portal", include_str!("../../migrations/0006_portal.sql")),
     (7, "list_order", include_str!("../../migrations/0007_list_order.sql")),
 ];
 

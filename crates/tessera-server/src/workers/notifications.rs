@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::domain::time::now_ms;
-use crate::notify::{render, send_email, send_sms, PASSCODE_EVENT};
+use crate::notify::{carries_passcode, render, send_email, send_sms};
 use crate::state::AppState;
 use crate::store::jobs::queue;
 
@@ -40,7 +40,7 @@ pub async fn execute_due(state: &AppState, now: i64) -> anyhow::Result<bool> {
         state.store.finish_job(&job).await?;
         return Ok(true);
     };
-    let scrub = (n.event_type == PASSCODE_EVENT).then(|| json!({"scrubbed": true}));
+    let scrub = carries_passcode(&n.event_type).then(|| json!({"scrubbed": true}));
     let rendered = match render(state, &n).await {
         Ok(r) => r,
         Err(reason) => {

@@ -17,6 +17,8 @@ mod nul;
 mod openapi;
 mod participants;
 mod payments;
+mod portal;
+mod portal_console;
 mod providers;
 mod settings;
 mod shutdown;

@@ -1,8 +1,10 @@
 //! Middleware in request order: request id and access log → edge (per-IP limit, CORS
-//! preflight) → route match → auth (credentials) → handler.
+//! preflight) → route match → auth (credentials: keys on version 1 routes, the portal session on
+//! portal routes) → handler.
 pub mod auth;
 pub mod edge;
 pub mod request_id;
+pub mod session;
 
 use std::net::{IpAddr, SocketAddr};
 

@@ -10,13 +10,13 @@
 use axum::extract::State;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use rand::Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
 use super::campaign_id;
 use super::tickets::{ticket_lookup_code, TicketOut};
+use crate::auth::sessions::{self, CODE_LIFE_MS};
 use crate::domain::check::{email, Check};
 use crate::domain::qr;
 use crate::domain::time::{now_ms, rfc3339};
@@ -31,14 +31,8 @@ use crate::store::notifications::NewNotification;
 
 /// The purpose of my-tickets challenges in the shared challenge table.
 pub const PURPOSE: &str = "my_tickets";
-/// A passcode lives 10 minutes (D8.2).
-pub const CODE_LIFE_MS: i64 = 10 * 60_000;
 /// A session lives 24 hours (D8.3).
 pub const SESSION_LIFE_MS: i64 = 24 * 3_600_000;
-/// One passcode per campaign and recipient per minute (D8.2).
-pub const RESEND_COOLDOWN_MS: i64 = 60_000;
-/// At most 5 passcodes per recipient per hour (D8.2).
-pub const SENDS_PER_HOUR: i64 = 5;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -113,23 +107,6 @@ pub struct QrOut {
     pub png_base64: String,
 }
 
-fn new_code() -> String {
-    format!("{:06}", rand::rngs::OsRng.gen_range(0..1_000_000u32))
-}
-
-fn new_token(prefix: &str) -> String {
-    let bytes: [u8; 32] = rand::rngs::OsRng.gen();
-    format!("{prefix}{}", hex::encode(bytes))
-}
-
-fn code_hash(state: &AppState, challenge_id: &str, code: &str) -> String {
-    state.keyring().hash_secret(&format!("otp:{challenge_id}:{code}"))
-}
-
-fn retry_after_secs(ms: i64) -> u64 {
-    u64::try_from((ms + 999) / 1000).unwrap_or(1).max(1)
-}
-
 /// POST /api/white-label/v1/my-tickets/request-otp — domain and private HMAC key — my-tickets:read
 #[utoipa::path(
     post, path = "/api/white-label/v1/my-tickets/request-otp", tag = "my-tickets", operation_id = "my_tickets_request_otp",
@@ -163,24 +140,12 @@ pub async fn request_otp(
     let campaign = scoped_campaign(&caller, campaign_id(campaign)?)?;
     let title = state.store.campaign(&caller.account_id, campaign).await?.title;
     let now = now_ms();
-    let recent = state.store.recent_challenges(&caller.account_id, campaign, PURPOSE, &mail, now).await?;
-    if let Some(newest) = recent.newest_in_campaign.filter(|t| now - t < RESEND_COOLDOWN_MS) {
-        return Err(ApiError::retry_later(
-            retry_after_secs(newest + RESEND_COOLDOWN_MS - now),
-            "a passcode was sent for this campaign and address less than 60 seconds ago",
-        ));
-    }
-    if recent.last_hour >= SENDS_PER_HOUR {
-        let oldest = recent.oldest_in_hour.unwrap_or(now);
-        return Err(ApiError::retry_later(
-            retry_after_secs(oldest + 3_600_000 - now),
-            "5 passcodes were sent to this address in the last hour",
-        ));
-    }
+    let recent = state.store.recent_challenges(Some(&caller.account_id), Some(campaign), PURPOSE, &mail, now).await?;
+    sessions::send_allowed(&recent, now).map_err(|t| ApiError::retry_later(t.retry_after_secs, t.message))?;
     let holds = !state.store.holder_tickets(&caller.account_id, campaign, &mail).await?.is_empty();
-    let id = new_token("otp_");
-    let code = new_code();
-    let hash = code_hash(&state, &id, &code);
+    let id = sessions::new_token("otp_");
+    let code = sessions::new_code();
+    let hash = sessions::code_hash(state.keyring(), &id, &code);
     let expires_at = now + CODE_LIFE_MS;
     let payload = json!({"code": code, "campaignId": campaign, "campaign": title, "minutes": CODE_LIFE_MS / 60_000});
     let notify = holds.then(|| NewNotification {
@@ -233,25 +198,28 @@ pub async fn verify_otp(
     }
     match body.code.as_deref() {
         None => check.fail("code", "is required"),
-        Some(c) if c.len() != 6 || !c.bytes().all(|b| b.is_ascii_digit()) => check.fail("code", "must be 6 digits"),
+        Some(c) if !sessions::is_code(c) => check.fail("code", "must be 6 digits"),
         Some(_) => {}
     }
     check.finish()?;
     let (Some(id), Some(code)) = (body.challenge_id.as_deref(), body.code.as_deref()) else {
         return Err(ApiError::internal("validated input missing"));
     };
-    let challenge = state.store.challenge(&caller.account_id, PURPOSE, id).await?;
+    let challenge = state.store.challenge(Some(&caller.account_id), id).await?;
+    if challenge.purpose != PURPOSE {
+        return Err(ApiError::not_found("challenge"));
+    }
     if let Some(c) = challenge.campaign_id.as_deref() {
         scoped_campaign(&caller, c).map_err(|_| ApiError::not_found("challenge"))?;
     }
-    let matches = state.keyring().secret_matches(&format!("otp:{id}:{code}"), &challenge.code_hash);
-    let token = new_token("tms_");
+    let matches = sessions::code_matches(state.keyring(), id, code, &challenge.code_hash);
+    let token = sessions::new_token("tms_");
     let now = now_ms();
     let expires_at = now + SESSION_LIFE_MS;
     let hash = state.keyring().hash_secret(&token);
     let locked = || ApiError::conflict("this challenge is locked after 5 wrong codes; request a new passcode");
     match state.store.settle_challenge(&challenge, matches, (&hash, expires_at), now).await? {
-        Verified::Session => Ok(ApiResponse::ok(SessionOut { session_token: token, expires_at: rfc3339(expires_at) })),
+        Verified::Accepted => Ok(ApiResponse::ok(SessionOut { session_token: token, expires_at: rfc3339(expires_at) })),
         Verified::Wrong { remaining: 0 } => Err(locked().with_detail("code", "does not match; no tries left")),
         Verified::Wrong { remaining } => Err(ApiError::field(
             "code",

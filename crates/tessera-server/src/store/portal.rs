@@ -1,0 +1,1010 @@
+//! The reseller portal's persistence (D10, D15, D16.14–19): users, reseller profiles, members
+//! and invitations, portal sessions, and the portal's side of approval requests. Every method
+//! on reseller data takes the account id first; every change is one transaction with its audit
+//! entry (actor: the user and member, or the operator; never a token or passcode). State moves
+//! are conditional updates, so two concurrent moves of one row cannot both pass.
+use serde_json::{json, Value};
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::audit::{record, Audit};
+use super::customers::{try_code, Challenge, Verified};
+use super::withdrawals::{ApprovalRequest, Decision};
+use super::{unique_to_conflict, Store, StoreError, StoreResult};
+use crate::domain::campaigns::CampaignStatus;
+use crate::domain::new_id;
+use crate::domain::portal::ADMIN;
+
+/// Who made a change, for the audit entry.
+#[derive(Debug, Clone, Default)]
+pub struct Actor {
+    /// `None` with `member_id` `None`: the platform operator (CLI).
+    pub user_id: Option<String>,
+    pub member_id: Option<String>,
+    pub request_id: Option<String>,
+}
+
+impl Actor {
+    pub fn operator() -> Self {
+        Actor::default()
+    }
+
+    fn json(&self) -> Value {
+        match (&self.user_id, &self.member_id) {
+            (None, None) => json!("operator"),
+            (u, m) => json!({"userId": u, "memberId": m}),
+        }
+    }
+}
+
+async fn audit(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+    actor: &Actor,
+    action: &str,
+    entity_type: &str,
+    entity_id: &str,
+    mut summary: Value,
+) -> StoreResult<()> {
+    if let Some(m) = summary.as_object_mut() {
+        m.insert("by".into(), actor.json());
+    }
+    let entry = Audit { key_id: None, request_id: actor.request_id.clone(), action, entity_type, entity_id, summary };
+    record(conn, account_id, &entry).await
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    pub id: String,
+    pub account_id: String,
+    pub status: String,
+    pub require_sub_creator_approval: bool,
+    pub allow_public_signup: bool,
+    pub risk_level: String,
+    pub settings: Value,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const PROFILE_COLUMNS: &str = "id, account_id, status, require_sub_creator_approval, allow_public_signup, risk_level, \
+    settings, created_at, updated_at";
+
+fn profile_from_row(r: &AnyRow) -> StoreResult<Profile> {
+    let settings: String = r.try_get("settings")?;
+    Ok(Profile {
+        id: r.try_get("id")?,
+        account_id: r.try_get("account_id")?,
+        status: r.try_get("status")?,
+        require_sub_creator_approval: r.try_get::<i64, _>("require_sub_creator_approval")? != 0,
+        allow_public_signup: r.try_get::<i64, _>("allow_public_signup")? != 0,
+        risk_level: r.try_get("risk_level")?,
+        settings: serde_json::from_str(&settings).map_err(|_| StoreError::Corrupt("reseller settings".into()))?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+/// A change to a profile; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct ProfilePatch {
+    pub status: Option<String>,
+    pub require_sub_creator_approval: Option<bool>,
+    pub allow_public_signup: Option<bool>,
+    pub risk_level: Option<String>,
+    pub settings: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub id: String,
+    pub account_id: String,
+    pub user_id: Option<String>,
+    pub email: Option<String>,
+    pub creator_id: Option<String>,
+    pub member_type: String,
+    pub display_name: Option<String>,
+    pub roles: Vec<String>,
+    pub permissions: Vec<String>,
+    pub status: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Member {
+    /// An invitation: no user yet, waiting for a sign-in with its e-mail (D15.2).
+    pub fn is_invitation(&self) -> bool {
+        self.user_id.is_none() && self.status == "pending"
+    }
+    pub fn is_admin(&self) -> bool {
+        self.roles.iter().any(|r| r == ADMIN)
+    }
+}
+
+const MEMBER_COLUMNS: &str = "m.id, m.account_id, m.user_id, m.email, m.creator_id, m.member_type, m.display_name, \
+    m.roles, m.permissions, m.status, m.created_at, m.updated_at";
+
+fn names(r: &AnyRow, col: &str) -> StoreResult<Vec<String>> {
+    let s: String = r.try_get(col)?;
+    serde_json::from_str(&s).map_err(|_| StoreError::Corrupt(format!("member {col}")))
+}
+
+fn member_from_row(r: &AnyRow) -> StoreResult<Member> {
+    Ok(Member {
+        id: r.try_get("id")?,
+        account_id: r.try_get("account_id")?,
+        user_id: r.try_get("user_id")?,
+        email: r.try_get("email")?,
+        creator_id: r.try_get("creator_id")?,
+        member_type: r.try_get("member_type")?,
+        display_name: r.try_get("display_name")?,
+        roles: names(r, "roles")?,
+        permissions: names(r, "permissions")?,
+        status: r.try_get("status")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+fn member_summary(m: &Member) -> Value {
+    json!({
+        "userId": m.user_id, "email": m.email, "memberType": m.member_type, "displayName": m.display_name,
+        "roles": m.roles, "permissions": m.permissions, "status": m.status,
+    })
+}
+
+/// A member to create (already validated).
+#[derive(Debug, Clone)]
+pub struct NewMember {
+    pub user_id: Option<String>,
+    /// Lower-cased; the invitation's address, or the linked user's.
+    pub email: Option<String>,
+    pub creator_id: Option<String>,
+    pub member_type: String,
+    pub display_name: Option<String>,
+    pub roles: Vec<String>,
+    pub permissions: Vec<String>,
+}
+
+/// A change to a member; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct MemberPatch {
+    pub member_type: Option<String>,
+    pub display_name: Option<String>,
+    pub roles: Option<Vec<String>>,
+    pub permissions: Option<Vec<String>>,
+    pub status: Option<String>,
+}
+
+/// A live portal session with who holds it.
+#[derive(Debug, Clone)]
+pub struct PortalSession {
+    pub token_hash: String,
+    pub user_id: String,
+    pub email: String,
+    pub member: Member,
+    pub profile_status: String,
+    pub expires_at: i64,
+}
+
+/// What a sign-in try did.
+#[derive(Debug, Clone)]
+pub enum SignIn {
+    /// Right code: the session was created for this member.
+    Session(Box<Member>),
+    /// The code was right but the e-mail has no active or invited member any more (nothing
+    /// written).
+    NoMember,
+    /// Any other verdict of the code (wrong, locked, expired, used).
+    Refused(Verified),
+}
+
+/// Accounts where a user or e-mail is a live (not revoked) member or invitation.
+async fn memberships(
+    conn: &mut sqlx::AnyConnection,
+    user_id: Option<&str>,
+    email: Option<&str>,
+) -> StoreResult<Vec<String>> {
+    let rows = sqlx::query(
+        "SELECT m.account_id FROM reseller_members m LEFT JOIN users u ON u.id = m.user_id \
+         WHERE m.status <> 'revoked' AND (m.user_id = $1 OR m.email = $2 OR u.email = $3)",
+    )
+    .bind(user_id.unwrap_or(""))
+    .bind(email.unwrap_or(""))
+    .bind(email.unwrap_or(""))
+    .fetch_all(&mut *conn)
+    .await?;
+    rows.iter().map(|r| r.try_get::<String, _>("account_id").map_err(StoreError::from)).collect()
+}
+
+/// A user belongs to one reseller (D16.16): 409 when the person is a live member or invitation
+/// of this reseller or of another.
+async fn ensure_unaffiliated(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+    user_id: Option<&str>,
+    email: Option<&str>,
+) -> StoreResult<()> {
+    let found = memberships(conn, user_id, email).await?;
+    if found.iter().any(|a| a != account_id) {
+        return Err(StoreError::Conflict("this person already belongs to another reseller".into()));
+    }
+    if !found.is_empty() {
+        return Err(StoreError::Conflict("this person is already a member or invited".into()));
+    }
+    Ok(())
+}
+
+/// The user with this (lower-cased) e-mail, created when missing. Returns its id.
+async fn user_for_email(conn: &mut sqlx::AnyConnection, email: &str, now: i64) -> StoreResult<String> {
+    sqlx::query("INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3) ON CONFLICT (email) DO NOTHING")
+        .bind(new_id())
+        .bind(email)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    let row = sqlx::query("SELECT id FROM users WHERE email = $1").bind(email).fetch_one(&mut *conn).await?;
+    Ok(row.try_get("id")?)
+}
+
+async fn insert_session(
+    conn: &mut sqlx::AnyConnection,
+    token_hash: &str,
+    user_id: &str,
+    member: &Member,
+    expires_at: i64,
+    now: i64,
+) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO portal_sessions (token_hash, user_id, member_id, account_id, expires_at, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(token_hash)
+    .bind(user_id)
+    .bind(&member.id)
+    .bind(&member.account_id)
+    .bind(expires_at)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+async fn member_in(conn: &mut sqlx::AnyConnection, account_id: &str, id: &str) -> StoreResult<Member> {
+    let row =
+        sqlx::query(&format!("SELECT {MEMBER_COLUMNS} FROM reseller_members m WHERE m.account_id = $1 AND m.id = $2"))
+            .bind(account_id)
+            .bind(id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .ok_or(StoreError::NotFound("member"))?;
+    member_from_row(&row)
+}
+
+/// The member a user signs in as: an active member of the user, else an invitation of the
+/// e-mail. Suspended and revoked members do not sign in.
+async fn sign_in_member(
+    conn: &mut sqlx::AnyConnection,
+    user_id: Option<&str>,
+    email: &str,
+) -> StoreResult<Option<Member>> {
+    let row = sqlx::query(&format!(
+        "SELECT {MEMBER_COLUMNS} FROM reseller_members m \
+         WHERE (m.user_id = $1 AND m.status = 'active') OR (m.user_id IS NULL AND m.email = $2 AND m.status = 'pending') \
+         ORDER BY m.created_at LIMIT 1"
+    ))
+    .bind(user_id.unwrap_or(""))
+    .bind(email)
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.as_ref().map(member_from_row).transpose()
+}
+
+impl Store {
+    /// `admin reseller create`: the profile (draft) and its owner (user found or created, member
+    /// type owner, role admin, active), in one transaction.
+    pub async fn create_reseller(
+        &self,
+        account_id: &str,
+        owner_email: &str,
+        now: i64,
+    ) -> StoreResult<(Profile, Member)> {
+        let mut tx = self.writer().begin().await?;
+        let profile_id = new_id();
+        sqlx::query(
+            "INSERT INTO reseller_profiles (id, account_id, status, require_sub_creator_approval, allow_public_signup, \
+             risk_level, settings, created_at, updated_at) VALUES ($1, $2, 'draft', 0, 0, 'low', '{}', $3, $4)",
+        )
+        .bind(&profile_id)
+        .bind(account_id)
+        .bind(now)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| unique_to_conflict(e, "this account already has a reseller profile"))?;
+        let user_id = user_for_email(&mut tx, owner_email, now).await?;
+        ensure_unaffiliated(&mut tx, account_id, Some(&user_id), Some(owner_email)).await?;
+        let member = Member {
+            id: new_id(),
+            account_id: account_id.to_string(),
+            user_id: Some(user_id),
+            email: Some(owner_email.to_string()),
+            creator_id: None,
+            member_type: "owner".into(),
+            display_name: None,
+            roles: vec![ADMIN.into()],
+            permissions: Vec::new(),
+            status: "active".into(),
+            created_at: now,
+            updated_at: now,
+        };
+        insert_member(&mut tx, &member).await?;
+        let actor = Actor::operator();
+        audit(
+            &mut tx,
+            account_id,
+            &actor,
+            "reseller.created",
+            "reseller_profile",
+            &profile_id,
+            json!({"after": {"status": "draft"}}),
+        )
+        .await?;
+        audit(
+            &mut tx,
+            account_id,
+            &actor,
+            "member.created",
+            "reseller_member",
+            &member.id,
+            json!({"after": member_summary(&member)}),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok((self.reseller_profile(account_id).await?, member))
+    }
+
+    /// The account's reseller profile (404 when the account is no reseller).
+    pub async fn reseller_profile(&self, account_id: &str) -> StoreResult<Profile> {
+        let row = sqlx::query(&format!("SELECT {PROFILE_COLUMNS} FROM reseller_profiles WHERE account_id = $1"))
+            .bind(account_id)
+            .fetch_optional(self.writer())
+            .await?
+            .ok_or(StoreError::NotFound("reseller profile"))?;
+        profile_from_row(&row)
+    }
+
+    /// Applies `patch` to the profile. `check_move(from, to)` judges a status move (the portal's
+    /// rules or the operator's); the write is conditional on the row being unchanged.
+    pub async fn update_reseller_profile(
+        &self,
+        account_id: &str,
+        patch: &ProfilePatch,
+        check_move: fn(&str, &str) -> Result<(), crate::domain::DomainError>,
+        actor: &Actor,
+        now: i64,
+    ) -> Result<Profile, super::UpdateError> {
+        let mut tx = self.writer().begin().await.map_err(StoreError::from)?;
+        let row = sqlx::query(&format!("SELECT {PROFILE_COLUMNS} FROM reseller_profiles WHERE account_id = $1"))
+            .bind(account_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(StoreError::from)?
+            .ok_or(StoreError::NotFound("reseller profile"))?;
+        let before = profile_from_row(&row)?;
+        let mut after = before.clone();
+        if let Some(s) = &patch.status {
+            check_move(&before.status, s)?;
+            after.status = s.clone();
+        }
+        if let Some(v) = patch.require_sub_creator_approval {
+            after.require_sub_creator_approval = v;
+        }
+        if let Some(v) = patch.allow_public_signup {
+            after.allow_public_signup = v;
+        }
+        if let Some(v) = &patch.risk_level {
+            after.risk_level = v.clone();
+        }
+        if let Some(v) = &patch.settings {
+            after.settings = v.clone();
+        }
+        after.updated_at = now.max(before.updated_at + 1);
+        let n = sqlx::query(
+            "UPDATE reseller_profiles SET status = $1, require_sub_creator_approval = $2, allow_public_signup = $3, \
+             risk_level = $4, settings = $5, updated_at = $6 WHERE account_id = $7 AND updated_at = $8",
+        )
+        .bind(&after.status)
+        .bind(i64::from(after.require_sub_creator_approval))
+        .bind(i64::from(after.allow_public_signup))
+        .bind(&after.risk_level)
+        .bind(after.settings.to_string())
+        .bind(after.updated_at)
+        .bind(account_id)
+        .bind(before.updated_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(StoreError::from)?
+        .rows_affected();
+        if n != 1 {
+            return Err(StoreError::Conflict("the profile changed while this update ran; retry".into()).into());
+        }
+        let view = |p: &Profile| {
+            json!({"status": p.status, "requireSubCreatorApproval": p.require_sub_creator_approval,
+                   "allowPublicSignup": p.allow_public_signup, "riskLevel": p.risk_level})
+        };
+        let action = if before.status != after.status { "reseller.status_changed" } else { "reseller.updated" };
+        audit(
+            &mut tx,
+            account_id,
+            actor,
+            action,
+            "reseller_profile",
+            &before.id,
+            json!({"before": view(&before), "after": view(&after)}),
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(after)
+    }
+
+    /// Members and invitations of the reseller, oldest first.
+    pub async fn reseller_members(&self, account_id: &str) -> StoreResult<Vec<Member>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {MEMBER_COLUMNS} FROM reseller_members m WHERE m.account_id = $1 ORDER BY m.created_at, m.id"
+        ))
+        .bind(account_id)
+        .fetch_all(self.reader())
+        .await?;
+        rows.iter().map(member_from_row).collect()
+    }
+
+    pub async fn reseller_member(&self, account_id: &str, id: &str) -> StoreResult<Member> {
+        let mut conn = self.reader().acquire().await?;
+        member_in(&mut conn, account_id, id).await
+    }
+
+    /// Adds a member (pending): linked to an existing user, or an invitation by e-mail.
+    pub async fn create_reseller_member(
+        &self,
+        account_id: &str,
+        m: &NewMember,
+        actor: &Actor,
+        now: i64,
+    ) -> StoreResult<Member> {
+        let mut tx = self.writer().begin().await?;
+        let mut email = m.email.clone();
+        if let Some(u) = &m.user_id {
+            let row = sqlx::query("SELECT email FROM users WHERE id = $1")
+                .bind(u)
+                .fetch_optional(&mut *tx)
+                .await?
+                .ok_or(StoreError::NotFound("user"))?;
+            let user_email: String = row.try_get("email")?;
+            if email.as_ref().is_some_and(|e| *e != user_email) {
+                return Err(StoreError::Conflict("email is not the e-mail of userId".into()));
+            }
+            email = Some(user_email);
+        }
+        ensure_unaffiliated(&mut tx, account_id, m.user_id.as_deref(), email.as_deref()).await?;
+        let member = Member {
+            id: new_id(),
+            account_id: account_id.to_string(),
+            user_id: m.user_id.clone(),
+            email,
+            creator_id: m.creator_id.clone(),
+            member_type: m.member_type.clone(),
+            display_name: m.display_name.clone(),
+            roles: m.roles.clone(),
+            permissions: m.permissions.clone(),
+            status: "pending".into(),
+            created_at: now,
+            updated_at: now,
+        };
+        insert_member(&mut tx, &member).await?;
+        let action = if member.user_id.is_none() { "member.invited" } else { "member.created" };
+        audit(
+            &mut tx,
+            account_id,
+            actor,
+            action,
+            "reseller_member",
+            &member.id,
+            json!({"after": member_summary(&member)}),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(member)
+    }
+
+    /// Applies `patch` to a member. `judge(before, after)` refuses what the caller may not do
+    /// (the owner, an illegal move: D15.2, D16.15). A member leaving `active` loses every
+    /// session in the same transaction (D16.17).
+    pub async fn update_reseller_member(
+        &self,
+        account_id: &str,
+        id: &str,
+        patch: &MemberPatch,
+        judge: impl Fn(&Member, &Member) -> Result<(), crate::domain::DomainError>,
+        actor: &Actor,
+        now: i64,
+    ) -> Result<Member, super::UpdateError> {
+        let mut tx = self.writer().begin().await.map_err(StoreError::from)?;
+        let before = member_in(&mut tx, account_id, id).await?;
+        let mut after = before.clone();
+        if let Some(v) = &patch.member_type {
+            after.member_type = v.clone();
+        }
+        if let Some(v) = &patch.display_name {
+            after.display_name = Some(v.clone());
+        }
+        if let Some(v) = &patch.roles {
+            after.roles = v.clone();
+        }
+        if let Some(v) = &patch.permissions {
+            after.permissions = v.clone();
+        }
+        if let Some(v) = &patch.status {
+            after.status = v.clone();
+        }
+        judge(&before, &after)?;
+        after.updated_at = now.max(before.updated_at + 1);
+        let n = sqlx::query(
+            "UPDATE reseller_members SET member_type = $1, display_name = $2, roles = $3, permissions = $4, status = $5, \
+             updated_at = $6 WHERE account_id = $7 AND id = $8 AND updated_at = $9",
+        )
+        .bind(&after.member_type)
+        .bind(after.display_name.as_deref())
+        .bind(json!(after.roles).to_string())
+        .bind(json!(after.permissions).to_string())
+        .bind(&after.status)
+        .bind(after.updated_at)
+        .bind(account_id)
+        .bind(id)
+        .bind(before.updated_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(StoreError::from)?
+        .rows_affected();
+        if n != 1 {
+            return Err(StoreError::Conflict("the member changed while this update ran; retry".into()).into());
+        }
+        if before.status == "active" && after.status != "active" {
+            revoke_member_sessions(&mut tx, id, now).await?;
+        }
+        let action = if before.status != after.status { "member.status_changed" } else { "member.updated" };
+        audit(
+            &mut tx,
+            account_id,
+            actor,
+            action,
+            "reseller_member",
+            id,
+            json!({"before": member_summary(&before), "after": member_summary(&after)}),
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(after)
+    }
+
+    /// The account whose reseller would send a sign-in passcode to this e-mail: an active member
+    /// of its user, or an invitation of the e-mail (D16.16). `None`: nobody; nothing is sent.
+    pub async fn sign_in_account(&self, email: &str) -> StoreResult<Option<String>> {
+        let mut conn = self.reader().acquire().await?;
+        let user: Option<String> = sqlx::query("SELECT id FROM users WHERE email = $1")
+            .bind(email)
+            .fetch_optional(&mut *conn)
+            .await?
+            .map(|r| r.try_get("id"))
+            .transpose()?;
+        Ok(sign_in_member(&mut conn, user.as_deref(), email).await?.map(|m| m.account_id))
+    }
+
+    /// One try at a sign-in challenge: a right code consumes it and, in the same transaction,
+    /// finds or creates the user, activates an invitation of the e-mail (linking the user), and
+    /// opens the session (token stored hashed), audited.
+    pub async fn portal_sign_in(
+        &self,
+        c: &Challenge,
+        matches: bool,
+        token_hash: &str,
+        expires_at: i64,
+        request_id: Option<String>,
+        now: i64,
+    ) -> StoreResult<SignIn> {
+        let mut tx = self.writer().begin().await?;
+        let verdict = try_code(&mut tx, c, matches, now).await?;
+        if !matches!(verdict, Verified::Accepted) {
+            tx.commit().await?;
+            return Ok(SignIn::Refused(verdict));
+        }
+        let email = c.recipient.as_str();
+        let user_id = user_for_email(&mut tx, email, now).await?;
+        let Some(mut member) = sign_in_member(&mut tx, Some(&user_id), email).await? else {
+            tx.rollback().await?;
+            return Ok(SignIn::NoMember);
+        };
+        let actor = Actor { user_id: Some(user_id.clone()), member_id: Some(member.id.clone()), request_id };
+        if member.user_id.is_none() {
+            let n = sqlx::query(
+                "UPDATE reseller_members SET user_id = $1, status = 'active', updated_at = $2 \
+                 WHERE id = $3 AND user_id IS NULL AND status = 'pending'",
+            )
+            .bind(&user_id)
+            .bind(now)
+            .bind(&member.id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if n != 1 {
+                tx.rollback().await?;
+                return Ok(SignIn::NoMember);
+            }
+            member.user_id = Some(user_id.clone());
+            member.status = "active".into();
+            audit(
+                &mut tx,
+                &member.account_id,
+                &actor,
+                "member.joined",
+                "reseller_member",
+                &member.id,
+                json!({"after": {"status": "active"}}),
+            )
+            .await?;
+        }
+        insert_session(&mut tx, token_hash, &user_id, &member, expires_at, now).await?;
+        audit(
+            &mut tx,
+            &member.account_id,
+            &actor,
+            "session.created",
+            "portal_session",
+            &member.id,
+            json!({"expiresAt": expires_at}),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(SignIn::Session(Box::new(member)))
+    }
+
+    /// `admin session create`: a session for an existing user with an active member.
+    pub async fn mint_portal_session(
+        &self,
+        email: &str,
+        token_hash: &str,
+        expires_at: i64,
+        now: i64,
+    ) -> StoreResult<Member> {
+        let mut tx = self.writer().begin().await?;
+        let user_id: String = sqlx::query("SELECT id FROM users WHERE email = $1")
+            .bind(email)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound("user"))?
+            .try_get("id")?;
+        let member = sqlx::query(&format!(
+            "SELECT {MEMBER_COLUMNS} FROM reseller_members m WHERE m.user_id = $1 AND m.status = 'active' LIMIT 1"
+        ))
+        .bind(&user_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(StoreError::NotFound("active member of this user"))?;
+        let member = member_from_row(&member)?;
+        insert_session(&mut tx, token_hash, &user_id, &member, expires_at, now).await?;
+        let actor = Actor::operator();
+        audit(
+            &mut tx,
+            &member.account_id,
+            &actor,
+            "session.created",
+            "portal_session",
+            &member.id,
+            json!({"expiresAt": expires_at, "userId": user_id}),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(member)
+    }
+
+    /// The live session of a token hash: not revoked, not expired, its member active. `None`
+    /// otherwise (401). The caller compares the hash again in constant time.
+    pub async fn portal_session(&self, token_hash: &str, now: i64) -> StoreResult<Option<PortalSession>> {
+        let row = sqlx::query(&format!(
+            "SELECT s.token_hash, s.expires_at, u.id AS uid, u.email AS uemail, p.status AS profile_status, {MEMBER_COLUMNS} \
+             FROM portal_sessions s JOIN users u ON u.id = s.user_id JOIN reseller_members m ON m.id = s.member_id \
+             JOIN reseller_profiles p ON p.account_id = m.account_id \
+             WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2 AND m.status = 'active' \
+             AND m.user_id = s.user_id"
+        ))
+        .bind(token_hash)
+        .bind(now)
+        .fetch_optional(self.reader())
+        .await?;
+        let Some(r) = row else { return Ok(None) };
+        Ok(Some(PortalSession {
+            token_hash: r.try_get("token_hash")?,
+            user_id: r.try_get("uid")?,
+            email: r.try_get("uemail")?,
+            member: member_from_row(&r)?,
+            profile_status: r.try_get("profile_status")?,
+            expires_at: r.try_get("expires_at")?,
+        }))
+    }
+
+    /// Slides a session's end (12 h after this use).
+    pub async fn touch_portal_session(&self, token_hash: &str, expires_at: i64) -> StoreResult<()> {
+        sqlx::query("UPDATE portal_sessions SET expires_at = $1 WHERE token_hash = $2 AND revoked_at IS NULL AND expires_at < $3")
+            .bind(expires_at)
+            .bind(token_hash)
+            .bind(expires_at)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    /// Logout: the session ends, audited.
+    pub async fn revoke_portal_session(&self, s: &PortalSession, actor: &Actor, now: i64) -> StoreResult<()> {
+        let mut tx = self.writer().begin().await?;
+        sqlx::query("UPDATE portal_sessions SET revoked_at = $1 WHERE token_hash = $2 AND revoked_at IS NULL")
+            .bind(now)
+            .bind(&s.token_hash)
+            .execute(&mut *tx)
+            .await?;
+        audit(&mut tx, &s.member.account_id, actor, "session.revoked", "portal_session", &s.member.id, json!({}))
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Files an approval request (pending) for a member.
+    pub async fn file_approval(
+        &self,
+        account_id: &str,
+        entity_type: &str,
+        reason: Option<&str>,
+        payload: &Value,
+        actor: &Actor,
+        now: i64,
+    ) -> StoreResult<ApprovalRequest> {
+        let id = new_id();
+        let mut tx = self.writer().begin().await?;
+        sqlx::query(
+            "INSERT INTO approval_requests (id, account_id, entity_type, status, reason, request_payload, requested_by, \
+             created_at) VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7)",
+        )
+        .bind(&id)
+        .bind(account_id)
+        .bind(entity_type)
+        .bind(reason)
+        .bind(payload.to_string())
+        .bind(actor.member_id.as_deref())
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        audit(
+            &mut tx,
+            account_id,
+            actor,
+            "approval.create",
+            "approval_request",
+            &id,
+            json!({"after": {"status": "pending", "entityType": entity_type, "reason": reason, "requestPayload": payload}}),
+        )
+        .await?;
+        tx.commit().await?;
+        self.approval(Some(account_id), &id).await
+    }
+
+    /// The requester withdraws a pending request (`cancelled`).
+    pub async fn cancel_approval(
+        &self,
+        account_id: &str,
+        id: &str,
+        note: Option<&str>,
+        actor: &Actor,
+        now: i64,
+    ) -> StoreResult<ApprovalRequest> {
+        let mut tx = self.writer().begin().await?;
+        let n = sqlx::query(
+            "UPDATE approval_requests SET status = 'cancelled', decided_by = $1, note = $2, decided_at = $3 \
+             WHERE id = $4 AND account_id = $5 AND status = 'pending' AND requested_by = $6",
+        )
+        .bind(actor.member_id.as_deref())
+        .bind(note)
+        .bind(now)
+        .bind(id)
+        .bind(account_id)
+        .bind(actor.member_id.as_deref())
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if n != 1 {
+            tx.rollback().await?;
+            let current = self.approval(Some(account_id), id).await?;
+            return Err(StoreError::Conflict(format!("the approval request is already {}", current.status)));
+        }
+        audit(
+            &mut tx,
+            account_id,
+            actor,
+            "approval.cancel",
+            "approval_request",
+            id,
+            json!({"before": {"status": "pending"}, "after": {"status": "cancelled"}}),
+        )
+        .await?;
+        tx.commit().await?;
+        self.approval(Some(account_id), id).await
+    }
+
+    /// Decides a pending request filed through the portal and applies its effect in the same
+    /// transaction (D15.3, D16.19): a member request activates `requestPayload.memberId`, a
+    /// campaign request moves `requestPayload.campaignId` to approved. An effect that cannot
+    /// apply → `Conflict`, and the request stays pending. (Requests Tessera filed for a
+    /// withdrawal go through [`Store::decide_approval`].)
+    pub async fn decide_portal_approval(
+        &self,
+        account_id: &str,
+        request: &ApprovalRequest,
+        decision: Decision,
+        note: Option<&str>,
+        actor: &Actor,
+        now: i64,
+    ) -> StoreResult<ApprovalRequest> {
+        let mut tx = self.writer().begin().await?;
+        let moved = sqlx::query(
+            "UPDATE approval_requests SET status = $1, decided_by = $2, note = $3, decided_at = $4 \
+             WHERE id = $5 AND account_id = $6 AND status = 'pending'",
+        )
+        .bind(decision.as_str())
+        .bind(actor.member_id.as_deref())
+        .bind(note)
+        .bind(now)
+        .bind(&request.id)
+        .bind(account_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if moved != 1 {
+            tx.rollback().await?;
+            let current = self.approval(Some(account_id), &request.id).await?;
+            return Err(StoreError::Conflict(format!("the approval request is already {}", current.status)));
+        }
+        if decision == Decision::Approved {
+            let target = |key: &str| request.request_payload.get(key).and_then(Value::as_str).map(str::to_string);
+            let applied = match request.entity_type.as_str() {
+                "member" => match target("memberId") {
+                    Some(m) => activate_member(&mut tx, account_id, &m, actor, now).await?,
+                    None => Some("requestPayload.memberId names no member".to_string()),
+                },
+                "campaign" => match target("campaignId") {
+                    Some(c) => self.approve_campaign(&mut tx, account_id, &c, actor, now).await?,
+                    None => Some("requestPayload.campaignId names no campaign".to_string()),
+                },
+                _ => None,
+            };
+            if let Some(why) = applied {
+                tx.rollback().await?;
+                return Err(StoreError::Conflict(why));
+            }
+        }
+        let action = if decision == Decision::Approved { "approval.approve" } else { "approval.reject" };
+        audit(
+            &mut tx,
+            account_id,
+            actor,
+            action,
+            "approval_request",
+            &request.id,
+            json!({"before": {"status": "pending"}, "after": {"status": decision.as_str(), "note": note},
+                   "requestPayload": request.request_payload}),
+        )
+        .await?;
+        tx.commit().await?;
+        self.approval(Some(account_id), &request.id).await
+    }
+
+    /// The campaign effect: pending_approval → approved (D3.1), with the campaign's own audit
+    /// entry and status notification. `Some(reason)` when it cannot apply.
+    async fn approve_campaign(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        account_id: &str,
+        id: &str,
+        actor: &Actor,
+        now: i64,
+    ) -> StoreResult<Option<String>> {
+        let before = match self.campaign(account_id, id).await {
+            Ok(c) => c,
+            Err(StoreError::NotFound(_)) => return Ok(Some(format!("campaign {id} not found"))),
+            Err(e) => return Err(e),
+        };
+        if !before.status.can_move_to(CampaignStatus::Approved) || before.status == CampaignStatus::Approved {
+            return Ok(Some(format!("campaign {id} is {}, not pending_approval", before.status.as_str())));
+        }
+        let updated_at = now.max(before.updated_at + 1);
+        let n = sqlx::query(
+            "UPDATE campaigns SET status = 'approved', updated_at = $1 WHERE account_id = $2 AND id = $3 AND status = $4",
+        )
+        .bind(updated_at)
+        .bind(account_id)
+        .bind(id)
+        .bind(before.status.as_str())
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        if n != 1 {
+            return Ok(Some(format!("campaign {id} changed while this decision ran")));
+        }
+        let after = super::campaigns::Campaign { status: CampaignStatus::Approved, updated_at, ..before.clone() };
+        let summary = json!({"before": super::campaigns::summary(&before), "after": super::campaigns::summary(&after)});
+        audit(conn, account_id, actor, "campaign.status_changed", "campaign", id, summary).await?;
+        super::campaigns::queue_status_notification(conn, account_id, &before, &after).await?;
+        Ok(None)
+    }
+}
+
+async fn insert_member(conn: &mut sqlx::AnyConnection, m: &Member) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO reseller_members (id, account_id, user_id, email, creator_id, member_type, display_name, roles, \
+         permissions, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+    )
+    .bind(&m.id)
+    .bind(&m.account_id)
+    .bind(m.user_id.as_deref())
+    .bind(m.email.as_deref())
+    .bind(m.creator_id.as_deref())
+    .bind(&m.member_type)
+    .bind(m.display_name.as_deref())
+    .bind(json!(m.roles).to_string())
+    .bind(json!(m.permissions).to_string())
+    .bind(&m.status)
+    .bind(m.created_at)
+    .bind(m.updated_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Ends every session of a member (suspended or revoked, D16.17).
+async fn revoke_member_sessions(conn: &mut sqlx::AnyConnection, member_id: &str, now: i64) -> StoreResult<()> {
+    sqlx::query("UPDATE portal_sessions SET revoked_at = $1 WHERE member_id = $2 AND revoked_at IS NULL")
+        .bind(now)
+        .bind(member_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// The member effect: pending → active. `Some(reason)` when it cannot apply.
+async fn activate_member(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+    id: &str,
+    actor: &Actor,
+    now: i64,
+) -> StoreResult<Option<String>> {
+    let n = sqlx::query(
+        "UPDATE reseller_members SET status = 'active', updated_at = $1 WHERE account_id = $2 AND id = $3 AND status = 'pending'",
+    )
+    .bind(now)
+    .bind(account_id)
+    .bind(id)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    if n != 1 {
+        return Ok(Some(format!("member {id} is not a pending member of this reseller")));
+    }
+    audit(
+        conn,
+        account_id,
+        actor,
+        "member.status_changed",
+        "reseller_member",
+        id,
+        json!({"before": {"status": "pending"}, "after": {"status": "active"}}),
+    )
+    .await?;
+    Ok(None)
+}
