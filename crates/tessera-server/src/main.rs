@@ -3,6 +3,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+
+/// mimalloc instead of the system allocator: the request path allocates small, short-lived
+/// buffers (headers, bodies, envelopes) on two runtime threads, where glibc's malloc showed as
+/// ~5 % of a signed request's CPU (docs/performance.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use serde_json::Value;
 use tessera_server::app::{open_store, shutdown_signal, Application};
 use tessera_server::cli::{admin, call, demo};

@@ -84,10 +84,9 @@ impl ReplayStore {
     /// Records `entry` until `expires_at_ms` unless it is already live. Entries are spread over
     /// the shards by their digest, so one busy key can use the whole capacity.
     fn claim_one(&self, entry: u128, now_ms: i64, expires_at_ms: i64) -> Result<(), ReplayError> {
+        use std::collections::hash_map::Entry;
         let mut shard = self.shards[(entry % SHARDS as u128) as usize].lock().unwrap_or_else(|p| p.into_inner());
-        if shard.entries.get(&entry).is_some_and(|exp| *exp > now_ms) {
-            return Err(ReplayError::Replayed);
-        }
+        let shard = &mut *shard;
         if shard.entries.len() >= self.per_shard_capacity {
             // Purging is a scan of the shard: at most once a second, so that a full store costs
             // refused requests little.
@@ -96,11 +95,26 @@ impl ReplayStore {
                 shard.last_purge_ms = now_ms;
             }
             if shard.entries.len() >= self.per_shard_capacity {
-                return Err(ReplayError::Full);
+                // A live entry is still a replay; anything else cannot be recorded.
+                return Err(if shard.entries.get(&entry).is_some_and(|exp| *exp > now_ms) {
+                    ReplayError::Replayed
+                } else {
+                    ReplayError::Full
+                });
             }
         }
-        shard.entries.insert(entry, expires_at_ms);
-        Ok(())
+        // One probe of the table for the check and the insert.
+        match shard.entries.entry(entry) {
+            Entry::Occupied(o) if *o.get() > now_ms => Err(ReplayError::Replayed),
+            Entry::Occupied(mut o) => {
+                o.insert(expires_at_ms);
+                Ok(())
+            }
+            Entry::Vacant(v) => {
+                v.insert(expires_at_ms);
+                Ok(())
+            }
+        }
     }
 
     /// Claims the signature and the nonce (per key id) until `expires_at_ms`. A request is

@@ -1,7 +1,7 @@
 //! `ApiError`: the one place where failures become statuses and error envelopes
 //! (`{success: false, error, code, requestId, details?}`, spec "Errors" and D1.2–D1.3).
 //! Internal causes are logged with the request id and never sent.
-use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -44,7 +44,8 @@ pub struct ErrorEnvelope {
 pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
-    pub message: String,
+    /// Borrowed when static (most refusals), so refusing allocates nothing for it.
+    pub message: std::borrow::Cow<'static, str>,
     pub details: Vec<Detail>,
     pub headers: Vec<(HeaderName, HeaderValue)>,
 }
@@ -52,7 +53,7 @@ pub struct ApiError {
 pub type ApiResult<T> = Result<super::envelope::ApiResponse<T>, ApiError>;
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<std::borrow::Cow<'static, str>>) -> Self {
         ApiError { status, code, message: message.into(), details: Vec::new(), headers: Vec::new() }
     }
 
@@ -67,10 +68,10 @@ impl ApiError {
     pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self::validation(vec![Detail { field: field.into(), message: message.into() }])
     }
-    pub fn malformed_json(message: impl Into<String>) -> Self {
+    pub fn malformed_json(message: impl Into<std::borrow::Cow<'static, str>>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "malformed_json", message)
     }
-    pub fn missing_auth(message: impl Into<String>) -> Self {
+    pub fn missing_auth(message: impl Into<std::borrow::Cow<'static, str>>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "missing_auth", message)
     }
     pub fn invalid_key() -> Self {
@@ -109,10 +110,10 @@ impl ApiError {
     pub fn not_found(what: &str) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found"))
     }
-    pub fn conflict(message: impl Into<String>) -> Self {
+    pub fn conflict(message: impl Into<std::borrow::Cow<'static, str>>) -> Self {
         Self::new(StatusCode::CONFLICT, "conflict", message)
     }
-    pub fn invalid_transition(message: impl Into<String>) -> Self {
+    pub fn invalid_transition(message: impl Into<std::borrow::Cow<'static, str>>) -> Self {
         Self::new(StatusCode::CONFLICT, "invalid_transition", message)
     }
     pub fn payload_too_large(limit: usize) -> Self {
@@ -122,18 +123,18 @@ impl ApiError {
         Self::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
     }
     /// 502: no payment provider could take the request (D5.4, D16.6).
-    pub fn provider_unavailable(message: impl Into<String>) -> Self {
+    pub fn provider_unavailable(message: impl Into<std::borrow::Cow<'static, str>>) -> Self {
         Self::new(StatusCode::BAD_GATEWAY, "provider_unavailable", message)
     }
     /// 429 with `Retry-After` and the RateLimit headers.
-    pub fn rate_limited(info: LimitInfo, message: &str) -> Self {
+    pub fn rate_limited(info: LimitInfo, message: &'static str) -> Self {
         let mut e = Self::retry_later(info.reset_secs, message);
         e.headers.extend(rate_limit_headers(info));
         e
     }
     /// 429 with `Retry-After` only, where no request budget applies (an authentication block,
     /// a full replay store).
-    pub fn retry_later(retry_after_secs: u64, message: &str) -> Self {
+    pub fn retry_later(retry_after_secs: u64, message: &'static str) -> Self {
         let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message);
         e.headers.push((HeaderName::from_static("retry-after"), HeaderValue::from(retry_after_secs)));
         e
@@ -160,14 +161,31 @@ pub fn rate_limit_headers(info: LimitInfo) -> Vec<(HeaderName, HeaderValue)> {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = ErrorEnvelope {
-            success: false,
-            error: self.message,
-            code: self.code.to_string(),
-            request_id: request_id(),
-            details: self.details,
+        // The documented `ErrorEnvelope`, written from borrowed parts into one buffer (no copy of
+        // the code, message or request id): refusals are the hot path of a flood.
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Body<'a> {
+            success: bool,
+            error: &'a str,
+            code: &'a str,
+            request_id: &'a str,
+            #[serde(skip_serializing_if = "<[Detail]>::is_empty")]
+            details: &'a [Detail],
+        }
+        let write = |request_id: &str| {
+            let mut buf = Vec::with_capacity(96 + self.message.len() + request_id.len());
+            let body =
+                Body { success: false, error: &self.message, code: self.code, request_id, details: &self.details };
+            serde_json::to_writer(&mut buf, &body).map(|_| buf)
         };
-        let mut resp = (self.status, axum::Json(body)).into_response();
+        let bytes = match super::envelope::REQUEST_ID.try_with(|id| write(id)).unwrap_or_else(|_| write("-")) {
+            Ok(b) => b,
+            Err(_) => return (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response(),
+        };
+        let mut resp = Response::new(axum::body::Body::from(bytes));
+        *resp.status_mut() = self.status;
+        resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         for (k, v) in self.headers {
             resp.headers_mut().insert(k, v);
         }

@@ -143,9 +143,14 @@ async fn signed_request(state: &AppState, req: Request) -> Result<Request, ApiEr
         discard_refused_body(body, len, state.config.max_body_bytes).await;
         return Err(ApiError::payload_too_large(state.config.max_body_bytes));
     }
-    let bytes = axum::body::to_bytes(body, state.config.max_body_bytes)
-        .await
-        .map_err(|e| body_error(e, state.config.max_body_bytes))?;
+    let bytes = if axum::body::HttpBody::is_end_stream(&body) {
+        // A GET or DELETE without a body: nothing to collect.
+        axum::body::Bytes::new()
+    } else {
+        axum::body::to_bytes(body, state.config.max_body_bytes)
+            .await
+            .map_err(|e| body_error(e, state.config.max_body_bytes))?
+    };
     if tessera_sign::verify_signature(secret, timestamp, parts.method.as_str(), path, &bytes, signature).is_err() {
         state.guards.failures.bad_signature(key_id, ip, now);
         return Err(ApiError::invalid_signature());

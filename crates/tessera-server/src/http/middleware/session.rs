@@ -25,7 +25,7 @@ const KEY_HEADERS: [&str; 4] =
 /// A session is written back (its expiry slid) at most once a minute.
 const SLIDE_EVERY_MS: i64 = 60_000;
 
-fn unauthorized(message: &str) -> ApiError {
+fn unauthorized(message: &'static str) -> ApiError {
     ApiError::new(StatusCode::UNAUTHORIZED, "missing_auth", message).with_detail("authorization", "Bearer <token>")
 }
 
