@@ -124,6 +124,8 @@ pub struct Client {
     key_id: String,
     secret: std::sync::Arc<SecretString>,
     domain: Option<String>,
+    /// The last timestamp given to each recent (method, path, body), shared by clones.
+    stamps: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<u64, i64>>>,
 }
 
 /// How many times a request refused as a replay is signed again.
@@ -168,6 +170,7 @@ impl Client {
             key_id: key_id.to_string(),
             secret: std::sync::Arc::new(SecretString::from(secret.to_string())),
             domain: None,
+            stamps: Default::default(),
         }
     }
 
@@ -183,8 +186,31 @@ impl Client {
     }
 
     /// The four signed headers for one request, with a fresh timestamp and nonce.
+    ///
+    /// Identical requests (same method, path and body) signed by this client, or its clones, in
+    /// the same millisecond would carry the same signature, which the server accepts once (D2.6):
+    /// the later one gets the next free millisecond instead, so they never collide (the clock
+    /// runs ahead only for a burst of identical requests, by one millisecond per request).
     pub fn signed_headers(&self, method: &Method, path: &str, body: &[u8]) -> Result<HeaderMap, Error> {
-        self.signed_headers_at(method, path, body, now_ms(), &new_nonce())
+        self.signed_headers_at(method, path, body, self.timestamp_for(method, path, body), &new_nonce())
+    }
+
+    fn timestamp_for(&self, method: &Method, path: &str, body: &[u8]) -> i64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (method.as_str(), path, body).hash(&mut h);
+        let request = h.finish();
+        let now = now_ms();
+        let mut stamps = self.stamps.lock().unwrap_or_else(|p| p.into_inner());
+        if stamps.len() >= 4096 {
+            stamps.retain(|_, ts| *ts >= now - 1000);
+        }
+        let ts = match stamps.get(&request) {
+            Some(last) if *last >= now => last + 1,
+            _ => now,
+        };
+        stamps.insert(request, ts);
+        ts
     }
 
     /// The signed headers for a given timestamp and nonce (tests and replays use this).

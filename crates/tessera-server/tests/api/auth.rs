@@ -13,8 +13,15 @@ const CONFIG: &str = "/api/white-label/v1/config";
 const SIGNED_HEADERS: [&str; 4] =
     ["x-white-label-key-id", "x-white-label-signature", "x-white-label-timestamp", "x-white-label-nonce"];
 
+/// The clock in Unix ms, never the same value twice in this process: identical requests signed
+/// in one millisecond share a signature, which is single-use (D2.6), and two requests in a row
+/// can take less than a millisecond.
 fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_millis() as i64
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_millis() as i64;
+    let prev = LAST.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| Some(now.max(last + 1))).expect("update");
+    now.max(prev + 1)
 }
 
 fn nonce() -> String {
@@ -752,13 +759,14 @@ async fn an_account_can_tighten_its_own_rate_limit_but_not_raise_it(b: Backend) 
     assert_eq!(detail_fields(&body), ["config.rateLimitPerMinute"]);
 }
 
-/// Identical requests signed in the same millisecond share a signature; the SDK signs the
-/// refused one again, so the caller sees every request answered.
+/// Identical requests signed in the same millisecond share a signature. One client (and its
+/// clones) never gives two identical requests the same millisecond; two independent clients of
+/// one key can, and the SDK then signs the refused one again, so every request is answered.
 async fn the_sdk_resends_identical_concurrent_requests_refused_as_replays(b: Backend) {
     let app = spawn(b).await;
-    let client = app.client();
-    let calls = (0..16).map(|_| {
-        let c = client.clone();
+    let (one, other) = (app.client(), app.client());
+    let calls = (0..32).map(|i| {
+        let c = if i % 2 == 0 { one.clone() } else { other.clone() };
         async move {
             let r = c.send_raw(Method::GET, "/api/white-label/v1/context", Vec::new(), None).await.expect("send");
             (r.status, r.json()["code"].clone())
@@ -768,7 +776,22 @@ async fn the_sdk_resends_identical_concurrent_requests_refused_as_replays(b: Bac
     assert!(statuses.iter().all(|(s, _)| *s == 200), "{statuses:?}");
 }
 
+/// A burst of identical requests from one client gets distinct timestamps: the signatures all
+/// differ, so none of them is refused as a replay in the first place.
+async fn one_client_gives_identical_requests_distinct_signatures(b: Backend) {
+    let app = spawn(b).await;
+    let client = app.client();
+    let sigs: std::collections::BTreeSet<String> = (0..200)
+        .map(|_| {
+            let h = client.signed_headers(&Method::GET, "/api/white-label/v1/context", b"").expect("sign");
+            h[tessera_sign::HEADER_SIGNATURE].to_str().expect("ascii").to_string()
+        })
+        .collect();
+    assert_eq!(sigs.len(), 200);
+}
+
 on_both!(
+    one_client_gives_identical_requests_distinct_signatures,
     each_missing_signed_header_is_401_missing_auth_naming_that_header,
     a_wrong_signature_is_401_invalid_signature,
     a_body_changed_after_signing_is_401_invalid_signature,
