@@ -7,10 +7,12 @@
 //! test fails when the document has an operation without a case (and when a case names an
 //! operation the document no longer has), so a new route cannot skip the matrix.
 //!
-//! Extending it for the reseller portal (`/api/white-label/portal/...`, `Authorization: Bearer`
-//! sessions from `tessera admin session create --email E --json`): add `Who::PortalSession` to
-//! `b_send` (reseller B's bearer token, made in `seed`), seed reseller A's ids into `Seed`, add
-//! the portal reads of reseller A to `a_view`, and one `case!` line per portal operation.
+//! The reseller portal (`/api/white-label/portal/...`) is in the matrix the same way: account A
+//! and account B are each a reseller with its owner's session (`Who::PortalSession` is reseller
+//! B's `Authorization: Bearer` token), reseller A's member, invitation, approval request and
+//! passcode challenges are seeded, and `a_view` also reads A's console and approval requests.
+//! The sign-in routes take no session: their cases show that B's challenges, codes and logout
+//! neither open nor end anything of A's.
 use std::collections::BTreeSet;
 
 use futures_util::future::BoxFuture;
@@ -24,6 +26,7 @@ use crate::payments::{
     buy, drain, participant, post_webhook, running_campaign, sandbox_settle, signed_event, spawn_paid_with,
     ticket_type, PayApp,
 };
+use crate::portal::{self, portal_error, portal_ok, CONSOLE};
 use crate::tickets::{code_of, issued};
 
 const V1: &str = "/api/white-label/v1";
@@ -50,6 +53,19 @@ struct Seed {
     /// A my-tickets challenge of A's holder with its passcode, not yet used.
     challenge: String,
     challenge_code: String,
+    /// Reseller A: its owner's portal session, owner member, an invitation, an approval request,
+    /// an `otp/send` challenge with its code and an unused sign-in challenge.
+    a_portal: String,
+    a_owner: String,
+    a_owner_member: String,
+    a_invitation: String,
+    a_request: String,
+    a_otp: String,
+    a_otp_code: String,
+    a_sign_in: String,
+    /// Reseller B: its owner's e-mail and session.
+    b_owner: String,
+    b_portal: String,
 }
 
 struct Ctx {
@@ -74,7 +90,8 @@ enum Who {
     DomainKey,
     /// B's public key presented from A's domain.
     DomainKeyOnADomain,
-    // PortalSession: reseller B's `Authorization: Bearer` session (when the portal lands).
+    /// Reseller B's portal session (`Authorization: Bearer`).
+    PortalSession,
 }
 
 async fn b_send(
@@ -93,6 +110,13 @@ async fn b_send(
         }
         Who::DomainKey => (&c.b.public, &c.b.domain),
         Who::DomainKeyOnADomain => (&c.b.public, &c.a.domain),
+        Who::PortalSession => {
+            let mut req = c.p.http.request(method, c.p.url(path)).bearer_auth(&c.seed.b_portal);
+            if !bytes.is_empty() {
+                req = req.header("content-type", "application/json").body(bytes);
+            }
+            return raw(req.send().await.expect("send")).await;
+        }
     };
     let mut req =
         c.p.http
@@ -181,6 +205,10 @@ async fn a_view(c: &Ctx) -> Vec<(String, Value)> {
         assert_eq!(r.status, 200, "A reads {path}: {}", r.json());
         out.push((path, strip(r.json())));
     }
+    for path in [CONSOLE.to_string(), format!("{CONSOLE}/approval-requests")] {
+        let r = portal::call(&c.p, Some(&c.seed.a_portal), Method::GET, &path, None).await;
+        out.push((path, portal_ok(&r, 200)));
+    }
     out
 }
 
@@ -246,12 +274,161 @@ fn cases() -> Vec<(&'static str, Case)> {
         case!("POST /api/white-label/webhooks/{provider}", provider_webhook),
         case!("GET /healthz", health),
         case!("GET /readyz", health),
-        // Portal operations (reseller B's session on reseller A's ids) go here when they land.
+        case!("GET /api/white-label/portal/reseller", portal_console),
+        case!("PATCH /api/white-label/portal/reseller/profile", portal_profile),
+        case!("POST /api/white-label/portal/reseller/members", portal_members_create),
+        case!("PATCH /api/white-label/portal/reseller/members/{memberId}", portal_members_update),
+        case!("GET /api/white-label/portal/reseller/approval-requests", portal_approvals_list),
+        case!("POST /api/white-label/portal/reseller/approval-requests", portal_approvals_create),
+        case!("PATCH /api/white-label/portal/reseller/approval-requests/{id}", portal_approvals_decide),
+        case!("POST /api/white-label/portal/reseller/otp/send", portal_otp_send),
+        case!("POST /api/white-label/portal/reseller/otp/verify", portal_otp_verify),
+        case!("POST /api/white-label/portal/auth/otp/start", portal_sign_in_start),
+        case!("POST /api/white-label/portal/auth/otp/verify", portal_sign_in_verify),
+        case!("POST /api/white-label/portal/auth/logout", portal_logout),
     ]
 }
 
 fn v1(p: &str) -> String {
     format!("{V1}{p}")
+}
+
+// --- the reseller portal: reseller B's session on reseller A ----------------------------------
+
+/// B's session on one of A's ids: 404 in the portal envelope, and nothing of A.
+async fn portal_foreign(c: &Ctx, method: Method, path: &str, body: Option<Value>) {
+    let sent = format!("{path} {}", body.as_ref().map(Value::to_string).unwrap_or_default());
+    let r = b_send(c, Who::PortalSession, method, path, body, None).await;
+    portal_error(&r, 404, "not_found");
+    no_a_data(c, &r, &sent);
+}
+
+/// B's session on a route without ids: answered 2xx with B's own data only.
+async fn portal_own(c: &Ctx, method: Method, path: &str, body: Option<Value>) -> Value {
+    let sent = format!("{path} {}", body.as_ref().map(Value::to_string).unwrap_or_default());
+    let r = b_send(c, Who::PortalSession, method, path, body, None).await;
+    assert!((200..300).contains(&r.status), "{path}: {} {}", r.status, r.json());
+    no_a_data(c, &r, &sent);
+    r.json()["data"].clone()
+}
+
+async fn portal_console(c: &Ctx) {
+    let v = portal_own(c, Method::GET, CONSOLE, None).await;
+    assert!(v.to_string().contains(&c.seed.b_owner), "B's own console: {v}");
+}
+
+async fn portal_profile(c: &Ctx) {
+    // B's admin changes B's profile only (a_view: A's profile as it was).
+    let v = portal_own(c, Method::PATCH, &format!("{CONSOLE}/profile"), Some(json!({"riskLevel": "high"}))).await;
+    assert_eq!(v["riskLevel"], "high", "{v}");
+}
+
+async fn portal_members_create(c: &Ctx) {
+    // A's people cannot be pulled into B: a user belongs to one reseller (409), and the answer
+    // says nothing of A beyond the address B sent.
+    for mail in [&c.seed.a_owner, &format!("a-invitee@{}", "team.example.com")] {
+        let body = json!({"email": mail, "roles": ["viewer"]});
+        let sent = body.to_string();
+        let r = b_send(c, Who::PortalSession, Method::POST, &format!("{CONSOLE}/members"), Some(body), None).await;
+        portal_error(&r, 409, "conflict");
+        no_a_data(c, &r, &sent);
+    }
+}
+
+async fn portal_members_update(c: &Ctx) {
+    for id in [&c.seed.a_invitation, &c.seed.a_owner_member] {
+        for body in [json!({"status": "revoked"}), json!({"displayName": "Taken over by B"})] {
+            portal_foreign(c, Method::PATCH, &format!("{CONSOLE}/members/{id}"), Some(body)).await;
+        }
+    }
+}
+
+async fn portal_approvals_list(c: &Ctx) {
+    for query in ["", "?status=pending"] {
+        let v = portal_own(c, Method::GET, &format!("{CONSOLE}/approval-requests{query}"), None).await;
+        assert!(v.is_array(), "{v}");
+    }
+}
+
+async fn portal_approvals_create(c: &Ctx) {
+    // Filing a request that names A's member is B's own request; approving it could never
+    // reach A's member (the effect looks only at B's members).
+    let body = json!({"entityType": "member", "reason": "B's", "requestPayload": {"memberId": c.seed.a_invitation}});
+    let sent = body.to_string();
+    let r =
+        b_send(c, Who::PortalSession, Method::POST, &format!("{CONSOLE}/approval-requests"), Some(body), None).await;
+    assert!(matches!(r.status, 201 | 400 | 404 | 409), "{} {}", r.status, r.json());
+    no_a_data(c, &r, &sent);
+}
+
+async fn portal_approvals_decide(c: &Ctx) {
+    for body in
+        [json!({"status": "approved", "note": "B"}), json!({"status": "rejected"}), json!({"status": "cancelled"})]
+    {
+        portal_foreign(c, Method::PATCH, &format!("{CONSOLE}/approval-requests/{}", c.seed.a_request), Some(body))
+            .await;
+    }
+}
+
+async fn portal_otp_send(c: &Ctx) {
+    let body = json!({"channel": "email", "recipient": "b-only@example.com", "purpose": "withdrawal_approval"});
+    let v = portal_own(c, Method::POST, &format!("{CONSOLE}/otp/send"), Some(body)).await;
+    assert!(v["challengeId"].is_string(), "{v}");
+}
+
+async fn portal_otp_verify(c: &Ctx) {
+    // A's challenge with its right code: 404 for B, and not used up (A then checks it once).
+    let body = json!({"challengeId": c.seed.a_otp, "code": c.seed.a_otp_code});
+    portal_foreign(c, Method::POST, &format!("{CONSOLE}/otp/verify"), Some(body.clone())).await;
+    let r =
+        portal::call(&c.p, Some(&c.seed.a_portal), Method::POST, &format!("{CONSOLE}/otp/verify"), Some(body)).await;
+    assert_eq!(portal_ok(&r, 200)["verified"], true);
+}
+
+async fn portal_sign_in_start(c: &Ctx) {
+    // No session here: B's start is B's own challenge, and the answer holds nothing of A.
+    let mail = c.seed.b_owner.clone();
+    let r = b_send(c, Who::PortalSession, Method::POST, portal::START, Some(json!({"email": mail})), None).await;
+    assert!(matches!(r.status, 200 | 429), "{} {}", r.status, r.json());
+    no_a_data(c, &r, &mail);
+}
+
+async fn portal_sign_in_verify(c: &Ctx) {
+    // A's sign-in challenge with a code that is not A's opens nothing; A's otp/send challenge
+    // is not a sign-in challenge (404). Neither answer is a session.
+    let r = b_send(
+        c,
+        Who::PortalSession,
+        Method::POST,
+        portal::VERIFY,
+        Some(json!({"challengeId": c.seed.a_sign_in, "code": "000000"})),
+        None,
+    )
+    .await;
+    assert!(matches!(r.status, 400 | 409), "{} {}", r.status, r.json());
+    assert!(r.json()["data"]["token"].is_null(), "{}", r.json());
+    let sent = c.seed.a_sign_in.clone();
+    no_a_data(c, &r, &sent);
+    let r = b_send(
+        c,
+        Who::PortalSession,
+        Method::POST,
+        portal::VERIFY,
+        Some(json!({"challengeId": c.seed.a_otp, "code": "000000"})),
+        None,
+    )
+    .await;
+    portal_error(&r, 404, "not_found");
+}
+
+async fn portal_logout(c: &Ctx) {
+    // B logging out (with a second session of B's) ends that session only: A's session (read by
+    // a_view after this case) and B's first session still work.
+    let extra = portal::mint(&c.p, &c.seed.b_owner).await;
+    let r = portal::call(&c.p, Some(&extra), Method::POST, portal::LOGOUT, None).await;
+    portal_ok(&r, 200);
+    portal_error(&portal::call(&c.p, Some(&extra), Method::GET, CONSOLE, None).await, 401, "missing_auth");
+    portal_own(c, Method::GET, CONSOLE, None).await;
 }
 
 async fn balance(c: &Ctx) {
@@ -631,7 +808,57 @@ async fn seed(backend: Backend) -> Ctx {
     // (On the paid campaign: one passcode per campaign and address a minute.)
     let (challenge, challenge_code) = otp(ticketing.clone()).await;
 
+    // Reseller A on account A, reseller B on account B, each with its owner's session.
+    let a_owner = format!("owner-a-{}@reseller.example.com", uuid::Uuid::now_v7().simple());
+    let b_owner = format!("owner-b-{}@reseller.example.com", uuid::Uuid::now_v7().simple());
+    let made = portal::reseller(&p, &a, &a_owner).await;
+    let a_owner_member = made["owner"]["memberId"].as_str().expect("owner memberId").to_string();
+    portal::reseller(&p, &b, &b_owner).await;
+    let a_portal = portal::mint(&p, &a_owner).await;
+    let b_portal = portal::mint(&p, &b_owner).await;
+    let r = portal::call(
+        &p,
+        Some(&a_portal),
+        Method::POST,
+        &format!("{CONSOLE}/members"),
+        Some(json!({"email": "a-invitee@team.example.com", "roles": ["viewer"], "displayName": "A's invitee"})),
+    )
+    .await;
+    let a_invitation = portal_ok(&r, 201)["id"].as_str().expect("id").to_string();
+    let r = portal::call(
+        &p,
+        Some(&a_portal),
+        Method::POST,
+        &format!("{CONSOLE}/approval-requests"),
+        Some(json!({"entityType": "setting", "reason": "A's own request", "requestPayload": {"note": "A"}})),
+    )
+    .await;
+    let a_request = portal_ok(&r, 201)["id"].as_str().expect("id").to_string();
+    let r = portal::call(
+        &p,
+        Some(&a_portal),
+        Method::POST,
+        &format!("{CONSOLE}/otp/send"),
+        Some(json!({"channel": "email", "recipient": "a-otp@example.com", "purpose": "withdrawal_approval"})),
+    )
+    .await;
+    let a_otp = portal_ok(&r, 201)["challengeId"].as_str().expect("challengeId").to_string();
+    drain(&p).await;
+    let a_otp_code = passcode(&p, "a-otp@example.com");
+    let a_sign_in = portal::start(&p, &a_owner).await;
+    drain(&p).await;
+
     let seed = Seed {
+        a_portal,
+        a_owner,
+        a_owner_member,
+        a_invitation,
+        a_request,
+        a_otp,
+        a_otp_code,
+        a_sign_in,
+        b_owner,
+        b_portal,
         ticketing,
         ticket_type: ticket_type_id,
         voting,
@@ -669,6 +896,14 @@ async fn seed(backend: Backend) -> Ctx {
         "a-only@example.com".to_string(),
         "kofi-a@example.com".to_string(),
         "Nominee One".to_string(),
+        seed.a_owner.clone(),
+        seed.a_owner_member.clone(),
+        seed.a_invitation.clone(),
+        seed.a_request.clone(),
+        seed.a_otp.clone(),
+        seed.a_portal.clone(),
+        "a-invitee@team.example.com".to_string(),
+        "A's own request".to_string(),
     ];
     Ctx { p, a, b, a_money_key, b_money_key, seed, markers }
 }
