@@ -60,9 +60,15 @@ export TESSERA_FUZZ_KEY_ID=$(echo "$private" | json '["keyId"]')
 export TESSERA_FUZZ_KEY_SECRET=$(echo "$private" | json '["secret"]')
 export TESSERA_FUZZ_PUBLIC_KEY=$(echo "$public" | json '["key"]')
 export TESSERA_FUZZ_DOMAIN=fuzz.example.com
-# Portal sessions (when the portal lands): make one here and export it for the hook, e.g.
-#   export TESSERA_FUZZ_PORTAL_TOKEN=$(admin session create --email ... | json '["token"]')
-# and add its scheme's line to AUTH in scripts/fuzz_hooks.py.
+# The reseller portal: the account is a reseller and the run holds its owner's session (the
+# `portalSession` scheme in scripts/fuzz_hooks.py). A generated logout or a profile move to
+# `disabled` ends or narrows what the session can do; the documented 401/403 are then checked.
+admin reseller create --account fuzz --owner-email owner@fuzz.example.com >/dev/null
+export TESSERA_FUZZ_PORTAL_TOKEN=$(admin session create --email owner@fuzz.example.com | json '["token"]')
+spares=()
+for _ in 1 2 3 4 5; do spares+=("$(admin session create --email owner@fuzz.example.com | json '["token"]')"); done
+TESSERA_FUZZ_PORTAL_SPARE_TOKENS=$(IFS=,; echo "${spares[*]}")
+export TESSERA_FUZZ_PORTAL_SPARE_TOKENS
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"

@@ -76,14 +76,17 @@ class Bearer(requests.auth.AuthBase):
 # How each security scheme of the document is satisfied: scheme name -> a factory of
 # `requests` auth objects, or None when the run has no credential for it (the operation is then
 # sent without one, and its documented 401 is what is checked).
-# When the reseller portal lands, its scheme is one more line, fed by fuzz-api.sh from
-# `tessera admin session create --email E --json` (e.g. TESSERA_FUZZ_PORTAL_TOKEN):
-#     "portalSession": (lambda: Bearer(PORTAL_TOKEN)) if PORTAL_TOKEN else None,
-# (use the scheme name the document declares for the portal routes).
+# The portal session comes from fuzz-api.sh (`tessera admin session create --email E --json`).
+# Logout would end it for every later portal request, so logouts spend spare sessions of the
+# same owner (TESSERA_FUZZ_PORTAL_SPARE_TOKENS, comma-separated) and, once those are gone, an
+# unknown token (the documented 401).
 PORTAL_TOKEN = os.environ.get("TESSERA_FUZZ_PORTAL_TOKEN", "")
+SPARE_TOKENS = [t for t in os.environ.get("TESSERA_FUZZ_PORTAL_SPARE_TOKENS", "").split(",") if t]
+LOGOUT = "/api/white-label/portal/auth/logout"
 AUTH = {
     "signed": Signed,
     "domainKey": DomainKey,
+    "portalSession": (lambda: Bearer(PORTAL_TOKEN)) if PORTAL_TOKEN else None,
 }
 
 
@@ -107,6 +110,9 @@ def before_call(context, case, kwargs):
             where["campaignId"] = known_campaign(where["campaignId"])
     usable = sorted(name for name in schemes(case) if AUTH.get(name))
     if not usable:
+        return
+    if case.path == LOGOUT:
+        kwargs["auth"] = Bearer(SPARE_TOKENS.pop() if SPARE_TOKENS else "tps_" + "0" * 64)
         return
     # An operation with several schemes takes one of them at random per request.
     kwargs["auth"] = AUTH[RNG.choice(usable)]()
