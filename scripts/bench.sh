@@ -24,7 +24,9 @@
 #
 # Settings (environment): BENCH_PORT (18181), BENCH_CONNECTIONS (64), BENCH_REQUESTS (200000 timed
 # requests per phase and round), BENCH_LIST_REQUESTS (40000), BENCH_ROUNDS (3),
-# BENCH_CLIENT_THREADS (2). Extra arguments go to the harness (e.g. --phases healthz,list).
+# BENCH_CLIENT_THREADS (2), BENCH_SERVER_BIN (the server binary to measure, default the release
+# build; set it to a copy of an earlier build to compare two builds in adjacent runs).
+# Extra arguments go to the harness (e.g. --phases healthz,list).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,6 +38,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 CLIENT_THREADS=${BENCH_CLIENT_THREADS:-2}
 REPLAY_CAPACITY=${BENCH_REPLAY_CAPACITY-64000000}
 URL="http://127.0.0.1:$PORT"
+SERVER_BIN=${BENCH_SERVER_BIN:-target/release/tessera}
 
 echo "== building (release)"
 cargo build --release --quiet
@@ -57,6 +60,7 @@ echo "cpus: $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed
 echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 echo "kernel: $(uname -sr), $(rustc --version)"
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+echo "server: $SERVER_BIN"
 
 config_args=()
 if [ -n "$REPLAY_CAPACITY" ]; then
@@ -66,7 +70,7 @@ fi
 
 echo "== starting tessera on $URL (data in $data_dir, limits off, replay capacity ${REPLAY_CAPACITY:-default}, RUST_LOG=warn)"
 TESSERA_RATE_LIMIT_PER_ACCOUNT=0 TESSERA_RATE_LIMIT_PER_IP=0 TESSERA_AUTH_FAILURE_LIMIT=0 RUST_LOG=warn \
-  target/release/tessera "${config_args[@]}" --data-dir "$data_dir" serve --demo --listen "127.0.0.1:$PORT" \
+  "$SERVER_BIN" "${config_args[@]}" --data-dir "$data_dir" serve --demo --listen "127.0.0.1:$PORT" \
   >"$data_dir/server.log" 2>&1 &
 server_pid=$!
 

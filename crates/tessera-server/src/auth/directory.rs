@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use secrecy::{ExposeSecret, SecretBox};
+use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
 
 use super::crypto::Keyring;
@@ -26,8 +26,9 @@ use crate::store::{Store, StoreError, StoreResult};
 pub enum KeySecret {
     /// Public and campaign keys: keyed hash of the secret.
     Hash(String),
-    /// Private keys: the decrypted HMAC secret.
-    Hmac(SecretBox<Vec<u8>>),
+    /// Private keys: the decrypted HMAC secret, made ready to verify (HMAC's keyed state is
+    /// computed once per key, not per request).
+    Hmac(tessera_sign::HmacKey),
 }
 
 pub struct AuthKey {
@@ -42,9 +43,9 @@ impl AuthKey {
         self.info.status == "active"
     }
 
-    pub fn hmac_secret(&self) -> Option<&[u8]> {
+    pub fn hmac_key(&self) -> Option<&tessera_sign::HmacKey> {
         match &self.secret {
-            KeySecret::Hmac(s) => Some(s.expose_secret().as_slice()),
+            KeySecret::Hmac(k) => Some(k),
             KeySecret::Hash(_) => None,
         }
     }
@@ -113,16 +114,25 @@ impl KeyDirectory {
 
     /// The key with this id, from memory or the store. Unknown ids are not cached (they are
     /// bounded by the failure guard instead).
+    /// The key if this instance holds it in memory already (no store read): the auth layer's
+    /// synchronous path; `None` sends it to [`KeyDirectory::key`].
+    pub fn key_in_memory(&self, key_id: &str) -> Option<Arc<AuthKey>> {
+        self.keys.read().unwrap_or_else(|p| p.into_inner()).get(key_id).cloned()
+    }
+
     pub async fn key(&self, key_id: &str) -> StoreResult<Option<Arc<AuthKey>>> {
-        if let Some(k) = self.keys.read().unwrap_or_else(|p| p.into_inner()).get(key_id) {
-            return Ok(Some(k.clone()));
+        if let Some(k) = self.key_in_memory(key_id) {
+            return Ok(Some(k));
         }
         let generation = self.generation.load(Ordering::Acquire);
         let Some(row) = self.store.key_for_auth(key_id).await? else { return Ok(None) };
         let secret = match (&row.secret_sealed, &row.secret_hash) {
-            (Some(sealed), _) => KeySecret::Hmac(self.keyring.decrypt(key_id, sealed).ok_or_else(|| {
-                StoreError::Corrupt(format!("key {key_id}: secret does not decrypt under this master key"))
-            })?),
+            (Some(sealed), _) => {
+                let secret = self.keyring.decrypt(key_id, sealed).ok_or_else(|| {
+                    StoreError::Corrupt(format!("key {key_id}: secret does not decrypt under this master key"))
+                })?;
+                KeySecret::Hmac(tessera_sign::HmacKey::new(secret.expose_secret()))
+            }
             (None, Some(hash)) => KeySecret::Hash(hash.clone()),
             (None, None) => return Err(StoreError::Corrupt(format!("key {key_id} has no secret"))),
         };

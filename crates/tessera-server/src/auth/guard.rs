@@ -176,6 +176,12 @@ impl Guards {
         }
     }
 
+    /// Whether requests are counted per account at all (the platform limit is on): only then
+    /// does an admitted request need a place for its RateLimit headers.
+    pub fn limits_accounts(&self) -> bool {
+        self.account_rate > 0
+    }
+
     /// Counts one request of an account. An account may set its own limit in `security`
     /// settings, but only a tighter one: an override at or above the platform limit (or with the
     /// platform limit off) changes nothing.

@@ -1,11 +1,13 @@
 //! The replay store (D2.6): nonces (per key id) and signatures are single-use within the
-//! clock window. In memory, sharded, bounded and expiring. Entries are 128-bit digests, so the
-//! store holds no request material.
+//! clock window. In memory, sharded, bounded and expiring. Entries are 128 bits: for a
+//! signature, the first half of its verified HMAC (uniform, and only the key's holder can make
+//! one); for a nonce, two keyed SipHash-1-3 digests of the key id and the nonce under secret
+//! keys drawn at start (a client cannot aim its nonces at one bucket or at another's entry).
+//! The store holds no request material.
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
-
-use sha2::{Digest, Sha256};
 
 const SHARDS: usize = 32;
 
@@ -20,6 +22,8 @@ pub enum ReplayError {
 
 pub struct ReplayStore {
     shards: Vec<Mutex<Shard>>,
+    /// Two independently keyed SipHash-1-3 states for the nonce entries (64 bits each).
+    nonce_keys: (RandomState, RandomState),
     per_shard_capacity: usize,
     last_full_warning_ms: AtomicI64,
 }
@@ -30,8 +34,8 @@ struct Shard {
     last_purge_ms: i64,
 }
 
-/// Entries are already SHA-256 digests (uniform, and not chosen by a client without a
-/// preimage), so the map uses their own bits instead of hashing them again with SipHash.
+/// Entries are already uniform (HMAC outputs and keyed digests, see the module's text), so the
+/// map uses their own bits instead of hashing them again.
 #[derive(Default, Clone, Copy)]
 struct DigestHash;
 
@@ -60,22 +64,17 @@ impl std::hash::Hasher for DigestHasher {
     }
 }
 
-fn digest(parts: &[&[u8]]) -> u128 {
-    let mut h = Sha256::new();
-    for p in parts {
-        h.update((p.len() as u32).to_le_bytes());
-        h.update(p);
-    }
-    let out = h.finalize();
+/// The entry of a verified signature: the first 128 bits of its MAC.
+fn signature_entry(mac: &[u8; 32]) -> u128 {
     let mut b = [0u8; 16];
-    b.copy_from_slice(&out[..16]);
+    b.copy_from_slice(&mac[..16]);
     u128::from_le_bytes(b)
 }
-
 impl ReplayStore {
     pub fn new(capacity: usize) -> Self {
         ReplayStore {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            nonce_keys: (RandomState::new(), RandomState::new()),
             per_shard_capacity: capacity.div_ceil(SHARDS).max(16),
             last_full_warning_ms: AtomicI64::new(0),
         }
@@ -117,20 +116,28 @@ impl ReplayStore {
         }
     }
 
-    /// Claims the signature and the nonce (per key id) until `expires_at_ms`. A request is
-    /// accepted only if it claims both; each claim is atomic, so of any requests sharing a
-    /// signature or a nonce exactly one gets through. A request refused on its nonce keeps its
-    /// signature claimed, which is harmless: the same signature is the same request.
+    /// Claims the signature (by its verified MAC) and the nonce (per key id) until
+    /// `expires_at_ms`. A request is accepted only if it claims both; each claim is atomic, so of
+    /// any requests sharing a signature or a nonce exactly one gets through. A request refused on
+    /// its nonce keeps its signature claimed, which is harmless: the same signature is the same
+    /// request.
     pub fn claim(
         &self,
         key_id: &str,
         nonce: &str,
-        signature: &str,
+        mac: &[u8; 32],
         now_ms: i64,
         expires_at_ms: i64,
     ) -> Result<(), ReplayError> {
-        self.claim_one(digest(&[b"s", key_id.as_bytes(), signature.as_bytes()]), now_ms, expires_at_ms)?;
-        self.claim_one(digest(&[b"n", key_id.as_bytes(), nonce.as_bytes()]), now_ms, expires_at_ms)
+        self.claim_one(signature_entry(mac), now_ms, expires_at_ms)?;
+        self.claim_one(self.nonce_entry(key_id, nonce), now_ms, expires_at_ms)
+    }
+
+    fn nonce_entry(&self, key_id: &str, nonce: &str) -> u128 {
+        // `str` hashes its bytes and a terminator, so (key id, nonce) pairs cannot run together.
+        let low = self.nonce_keys.0.hash_one((key_id, nonce));
+        let high = self.nonce_keys.1.hash_one((key_id, nonce));
+        (u128::from(high) << 64) | u128::from(low)
     }
 
     /// Whether to log that the store is full (at most once every 10 s).
@@ -159,23 +166,29 @@ impl ReplayStore {
 }
 
 #[cfg(test)]
+fn mac_of(sig: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(sig.as_bytes()).into()
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_nonce_or_a_signature_is_accepted_once_within_its_life() {
         let r = ReplayStore::new(1000);
-        assert_eq!(r.claim("k", "nonce-1", "sig-1", 0, 100), Ok(()));
-        assert_eq!(r.claim("k", "nonce-1", "sig-2", 1, 100), Err(ReplayError::Replayed));
-        assert_eq!(r.claim("k", "nonce-2", "sig-1", 1, 100), Err(ReplayError::Replayed));
+        assert_eq!(r.claim("k", "nonce-1", &mac_of("sig-1"), 0, 100), Ok(()));
+        assert_eq!(r.claim("k", "nonce-1", &mac_of("sig-2"), 1, 100), Err(ReplayError::Replayed));
+        assert_eq!(r.claim("k", "nonce-2", &mac_of("sig-1"), 1, 100), Err(ReplayError::Replayed));
         // The same nonce under another key id is a different nonce.
-        assert_eq!(r.claim("other", "nonce-1", "sig-3", 1, 100), Ok(()));
+        assert_eq!(r.claim("other", "nonce-1", &mac_of("sig-3"), 1, 100), Ok(()));
         // A request refused on its nonce leaves its signature claimed: the same signature is
         // the same request.
-        assert_eq!(r.claim("k", "nonce-3", "sig-2", 1, 100), Err(ReplayError::Replayed));
-        assert_eq!(r.claim("k", "nonce-3", "sig-4", 1, 100), Ok(()));
+        assert_eq!(r.claim("k", "nonce-3", &mac_of("sig-2"), 1, 100), Err(ReplayError::Replayed));
+        assert_eq!(r.claim("k", "nonce-3", &mac_of("sig-4"), 1, 100), Ok(()));
         // After expiry the entry is gone.
-        assert_eq!(r.claim("k", "nonce-1", "sig-9", 100, 200), Ok(()));
+        assert_eq!(r.claim("k", "nonce-1", &mac_of("sig-9"), 100, 200), Ok(()));
     }
 
     #[test]
@@ -183,7 +196,7 @@ mod tests {
         let r = ReplayStore::new(16 * SHARDS);
         let mut full = false;
         for i in 0..100_000 {
-            if r.claim("k", &format!("n{i}"), &format!("s{i}"), 0, 1_000) == Err(ReplayError::Full) {
+            if r.claim("k", &format!("n{i}"), &mac_of(&format!("s{i}")), 0, 1_000) == Err(ReplayError::Full) {
                 full = true;
                 break;
             }
@@ -191,7 +204,7 @@ mod tests {
         assert!(full);
         r.purge(2_000);
         assert!(r.is_empty());
-        assert_eq!(r.claim("k", "n0", "s0", 2_000, 3_000), Ok(()));
+        assert_eq!(r.claim("k", "n0", &mac_of("s0"), 2_000, 3_000), Ok(()));
     }
 }
 
@@ -204,7 +217,7 @@ mod capacity {
         let r = ReplayStore::new(100_000);
         for i in 0..40_000 {
             assert_eq!(
-                r.claim("busy-key", &format!("nonce-{i:08}"), &format!("sig-{i}"), 0, 1_000),
+                r.claim("busy-key", &format!("nonce-{i:08}"), &mac_of(&format!("sig-{i}")), 0, 1_000),
                 Ok(()),
                 "claim {i}"
             );

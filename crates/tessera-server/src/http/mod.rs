@@ -186,7 +186,7 @@ async fn method_not_allowed() -> ApiError {
 /// The whole application router, layers included.
 pub fn router(state: AppState) -> Router {
     let (v1, _) = v1_routes().split_for_parts();
-    let v1 = v1.route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::auth::layer));
+    let v1 = v1.route_layer(middleware::auth::AuthLayer::new(state.clone()));
     let (open, _) = open_routes().split_for_parts();
     crate::telemetry::metrics::install();
     let (webhooks, _) = webhook_routes().split_for_parts();
