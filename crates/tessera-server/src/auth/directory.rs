@@ -33,6 +33,10 @@ pub enum KeySecret {
 
 pub struct AuthKey {
     pub info: KeyInfo,
+    /// `info.account_id` and `info.key_id`, shared: every admitted request's caller holds them,
+    /// and sharing costs a reference count where a copy cost an allocation.
+    pub account_id: Arc<str>,
+    pub key_id: Arc<str>,
     pub secret: KeySecret,
     pub account_status: AccountStatus,
     pub rate_limit_per_minute: Option<u32>,
@@ -137,6 +141,8 @@ impl KeyDirectory {
             (None, None) => return Err(StoreError::Corrupt(format!("key {key_id} has no secret"))),
         };
         let key = Arc::new(AuthKey {
+            account_id: row.info.account_id.as_str().into(),
+            key_id: row.info.key_id.as_str().into(),
             info: row.info,
             secret,
             account_status: row.account_status,

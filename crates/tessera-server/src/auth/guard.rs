@@ -155,13 +155,13 @@ impl FailureGuard {
 
 /// Every guard the HTTP layer consults.
 pub struct Guards {
-    pub per_account: Limiter<String>,
+    pub per_account: Limiter<std::sync::Arc<str>>,
     pub per_ip: Limiter<IpAddr>,
     pub failures: FailureGuard,
     account_rate: u32,
     account_burst: u32,
     /// Limiters for accounts that set a tighter `security.rateLimitPerMinute`, one per rate.
-    tighter: Mutex<HashMap<u32, std::sync::Arc<Limiter<String>>>>,
+    tighter: Mutex<HashMap<u32, std::sync::Arc<Limiter<std::sync::Arc<str>>>>>,
 }
 
 impl Guards {
@@ -187,7 +187,7 @@ impl Guards {
     /// platform limit off) changes nothing.
     pub fn check_account(
         &self,
-        account_id: &String,
+        account_id: &std::sync::Arc<str>,
         own_per_minute: Option<u32>,
     ) -> Result<Option<LimitInfo>, LimitInfo> {
         let tighter = own_per_minute.filter(|own| *own > 0 && self.account_rate > 0 && *own < self.account_rate);

@@ -30,8 +30,29 @@ pub struct ReplayStore {
 
 #[derive(Default)]
 struct Shard {
-    entries: HashMap<u128, i64, DigestHash>,
+    entries: HashMap<Entry, i64, DigestHash>,
     last_purge_ms: i64,
+}
+
+/// A 128-bit entry as two words, so that an entry and its expiry take 24 bytes in the table
+/// (a `u128` is 16-aligned and made them 32): a quarter less memory to touch and to grow.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    low: u64,
+    high: u64,
+}
+
+impl Entry {
+    fn shard(&self) -> usize {
+        (self.low % SHARDS as u64) as usize
+    }
+}
+
+impl std::hash::Hash for Entry {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // The shard index uses the low word; the table takes the high one.
+        state.write_u64(self.high);
+    }
 }
 
 /// Entries are already uniform (HMAC outputs and keyed digests, see the module's text), so the
@@ -53,23 +74,26 @@ impl std::hash::Hasher for DigestHasher {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        // Not reached for u128 keys (write_u128 below); fold anything else in.
+        // Not reached for entries (write_u64 below); fold anything else in.
         for b in bytes {
             self.0 = self.0.rotate_left(8) ^ u64::from(*b);
         }
     }
-    fn write_u128(&mut self, v: u128) {
-        // The shard index uses the low bits (`entry % SHARDS`); take the high half here.
-        self.0 = (v >> 64) as u64;
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
     }
 }
 
 /// The entry of a verified signature: the first 128 bits of its MAC.
-fn signature_entry(mac: &[u8; 32]) -> u128 {
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&mac[..16]);
-    u128::from_le_bytes(b)
+fn signature_entry(mac: &[u8; 32]) -> Entry {
+    let word = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&mac[i..i + 8]);
+        u64::from_le_bytes(b)
+    };
+    Entry { low: word(0), high: word(8) }
 }
+
 impl ReplayStore {
     pub fn new(capacity: usize) -> Self {
         ReplayStore {
@@ -82,9 +106,9 @@ impl ReplayStore {
 
     /// Records `entry` until `expires_at_ms` unless it is already live. Entries are spread over
     /// the shards by their digest, so one busy key can use the whole capacity.
-    fn claim_one(&self, entry: u128, now_ms: i64, expires_at_ms: i64) -> Result<(), ReplayError> {
+    fn claim_one(&self, entry: Entry, now_ms: i64, expires_at_ms: i64) -> Result<(), ReplayError> {
         use std::collections::hash_map::Entry;
-        let mut shard = self.shards[(entry % SHARDS as u128) as usize].lock().unwrap_or_else(|p| p.into_inner());
+        let mut shard = self.shards[entry.shard()].lock().unwrap_or_else(|p| p.into_inner());
         let shard = &mut *shard;
         if shard.entries.len() >= self.per_shard_capacity {
             // Purging is a scan of the shard: at most once a second, so that a full store costs
@@ -133,11 +157,11 @@ impl ReplayStore {
         self.claim_one(self.nonce_entry(key_id, nonce), now_ms, expires_at_ms)
     }
 
-    fn nonce_entry(&self, key_id: &str, nonce: &str) -> u128 {
+    fn nonce_entry(&self, key_id: &str, nonce: &str) -> Entry {
         // `str` hashes its bytes and a terminator, so (key id, nonce) pairs cannot run together.
         let low = self.nonce_keys.0.hash_one((key_id, nonce));
         let high = self.nonce_keys.1.hash_one((key_id, nonce));
-        (u128::from(high) << 64) | u128::from(low)
+        Entry { low, high }
     }
 
     /// Whether to log that the store is full (at most once every 10 s).
@@ -223,5 +247,13 @@ mod capacity {
             );
         }
         assert_eq!(r.len(), 80_000);
+    }
+}
+
+#[cfg(test)]
+mod layout {
+    #[test]
+    fn an_entry_and_its_expiry_take_24_bytes() {
+        assert_eq!(std::mem::size_of::<(super::Entry, i64)>(), 24);
     }
 }

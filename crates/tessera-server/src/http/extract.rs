@@ -29,9 +29,9 @@ pub enum Scheme {
 /// Who is calling: set by the auth middleware, checked by the extractors below.
 #[derive(Debug, Clone)]
 pub struct Caller {
-    pub account_id: String,
+    pub account_id: std::sync::Arc<str>,
     pub account_status: AccountStatus,
-    pub key_id: String,
+    pub key_id: std::sync::Arc<str>,
     pub kind: KeyKind,
     pub campaign_id: Option<String>,
     pub scopes: Scopes,

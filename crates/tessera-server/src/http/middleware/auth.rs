@@ -113,9 +113,9 @@ fn blocked(secs: u64) -> ApiError {
 
 fn caller(key: &AuthKey, scheme: Scheme, domain: Option<String>) -> Caller {
     Caller {
-        account_id: key.info.account_id.clone(),
+        account_id: key.account_id.clone(),
         account_status: key.account_status,
-        key_id: key.info.key_id.clone(),
+        key_id: key.key_id.clone(),
         kind: key.info.kind,
         campaign_id: key.info.campaign_id.clone(),
         scopes: key.info.scopes,

@@ -35,7 +35,7 @@ pub async fn settings_view(state: &AppState, account_id: &str) -> Result<Map<Str
 /// An audit entry for a change made by `caller` (the store fills in the entity id).
 pub fn audit<'a>(caller: &'a Caller, action: &'a str, entity_type: &'a str) -> Audit<'a> {
     Audit {
-        key_id: Some(caller.key_id.as_str()),
+        key_id: Some(&caller.key_id),
         request_id: Some(request_id()),
         action,
         entity_type,

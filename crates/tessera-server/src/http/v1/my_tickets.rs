@@ -250,7 +250,7 @@ async fn session(
             "unknown or expired session; verify a passcode again",
         ));
     };
-    if !state.keyring().secret_matches(token, &stored) || s.account_id != caller.account_id {
+    if !state.keyring().secret_matches(token, &stored) || *s.account_id != *caller.account_id {
         return Err(ApiError::not_found("session"));
     }
     let named = campaign.or(caller.campaign_id.as_deref());

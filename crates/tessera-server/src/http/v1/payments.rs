@@ -529,7 +529,7 @@ pub async fn initialize(
     if let Some(url) = &order.callback_url {
         check_callback(&state, &caller, url).await?;
     }
-    let account = caller.account_id.as_str();
+    let account: &str = &caller.account_id;
     let priced = price(&state, account, &order).await?;
     let settings = payments_settings(&state, account).await?;
     let quote = fee_policy(&state, &settings).quote(priced.price);

@@ -193,7 +193,7 @@ pub async fn verify(
         let result = if gate.ticket.status == "void" { "void" } else { "valid" };
         return Ok(ApiResponse::ok(VerifyAnswer::Signed(Box::new(verify_out(result, gate.ticket)))));
     }
-    let by = by.unwrap_or_else(|| caller.key_id.clone());
+    let by = by.unwrap_or_else(|| caller.key_id.to_string());
     let mut entry = audit(&caller, "ticket.checked_in", "ticket");
     entry.summary = serde_json::json!({"campaignId": gate.ticket.campaign_id, "checkedInBy": by});
     let out = match state.store.check_in(&state.checkins, &caller.account_id, gate, &by, now_ms(), entry).await? {

@@ -185,7 +185,7 @@ pub async fn create(
         .ok()
         .and_then(|k| parse_idempotency_key(k).ok())
         .ok_or_else(|| ApiError::field("X-Idempotency-Key", "must be 1 to 255 printable ASCII characters"))?;
-    let account = caller.account_id.as_str();
+    let account: &str = &caller.account_id;
     let hash = request_hash(&body);
     match state.store.idempotency_key_state(account, &key, &hash, now_ms()).await? {
         KeyState::Free => {}
@@ -242,7 +242,7 @@ pub async fn create(
             idempotency_key: &key,
             request_hash: &hash,
             request_id: &rid,
-            key_id: Some(caller.key_id.as_str()),
+            key_id: Some(&caller.key_id),
             response: &data,
             approval_reason: &reason,
             now,
