@@ -16,8 +16,14 @@ and exits non-zero on any violation.
 
     python3 scripts/chaos.py --bin target/debug/tessera --kills 30 [--database-url URL]
 
-Portal changes (when the portal lands): append a function `op(driver)` to PORTAL_OPS (it gets a
-weight like the others) and a check to `Driver.check_portal`.
+The reseller portal is in the mix: the account is a reseller whose owner (session minted by
+`tessera admin session create`) invites members, revokes invitations, files approval requests for
+them and cancels its own requests, all over HTTP through the kills. Afterwards every acknowledged
+invitation exists exactly once, every acknowledged revocation and cancellation holds, every
+acknowledged request exists, and no request is in a state nobody asked for. (Approving needs a
+second active member, who would have to sign in through the passcode mail; not driven here.)
+More portal operations: append a function `op(driver)` to PORTAL_OPS (it gets a weight like the
+others) and its check to `Driver.check_portal`.
 """
 
 import argparse
@@ -42,8 +48,68 @@ V1 = "/api/white-label/v1"
 PROVIDERS = ["provider_a", "provider_b", "provider_c"]
 SCOPES = ("settings:read,settings:write,campaigns:read,campaigns:write,tickets:read,tickets:write,"
           "payments:write,withdrawals:write,my-tickets:read,submissions:write,notifications:write")
-# Hook for the reseller portal: functions op(driver) -> None, run like the other operations.
-PORTAL_OPS = []
+PORTAL = "/api/white-label/portal"
+OWNER_EMAIL = "owner@chaos.example.com"
+
+
+def portal_invite(d):
+    email = f"m{uuid.uuid4().hex[:12]}@chaos.example.com"
+    with d.lock:
+        d.invites[email] = {"id": None, "revoked": False}
+    status, v = d.portal("POST", "/reseller/members", {"email": email, "memberType": "support", "roles": ["viewer"]})
+    if status == 201:
+        d.invites[email]["id"] = v["data"]["id"]
+        d.count("portal_invited")
+    else:
+        d.count(f"portal_invite_{status}")
+
+
+def portal_revoke(d):
+    with d.lock:
+        cands = [i for i in d.invites.values() if i["id"] and not i["revoked"]]
+    if not cands:
+        return
+    inv = d.rng.choice(cands)
+    status, _ = d.portal("PATCH", f"/reseller/members/{inv['id']}", {"status": "revoked"})
+    if status == 200:
+        inv["revoked"] = True
+        d.count("portal_revoked")
+    else:
+        d.count(f"portal_revoke_{status}")
+
+
+def portal_file(d):
+    with d.lock:
+        cands = [i["id"] for i in d.invites.values() if i["id"]]
+    if not cands:
+        return
+    status, v = d.portal("POST", "/reseller/approval-requests",
+                         {"entityType": "member", "reason": "chaos", "requestPayload": {"memberId": d.rng.choice(cands)}})
+    if status == 201:
+        with d.lock:
+            d.approvals[v["data"]["id"]] = {"cancelled": False}
+        d.count("portal_filed")
+    else:
+        d.count(f"portal_file_{status}")
+
+
+def portal_cancel(d):
+    with d.lock:
+        cands = [(i, a) for i, a in d.approvals.items() if not a["cancelled"]]
+    if not cands:
+        return
+    rid, a = d.rng.choice(cands)
+    status, _ = d.portal("PATCH", f"/reseller/approval-requests/{rid}", {"status": "cancelled"})
+    if status == 200:
+        a["cancelled"] = True
+        d.count("portal_cancelled")
+    else:
+        # 409: an earlier attempt whose answer was lost already cancelled it.
+        d.count(f"portal_cancel_{status}")
+
+
+# Reseller portal operations: functions op(driver) -> None, run like the other operations.
+PORTAL_OPS = [portal_invite, portal_revoke, portal_file, portal_cancel]
 
 
 def free_port():
@@ -98,6 +164,8 @@ class Driver:
         self.payments = {}         # reference -> {"quantity", "kind", "provider", "settled": None|"succeed"|"fail"}
         self.tickets = {}          # code -> {"checked_in": bool}
         self.withdrawals = {}      # idempotency key -> {"id": None|str, "amount", "settled": bool}
+        self.invites = {}          # e-mail -> {"id": None|str, "revoked": bool}  (portal)
+        self.approvals = {}        # approval request id -> {"cancelled": bool}  (portal)
         self.counts = {}
         self.violations = []
 
@@ -150,11 +218,16 @@ class Driver:
         k = self.admin("key", "create", "--account", "chaos", "--kind", "private", "--scopes", SCOPES,
                        "--capability", "withdrawals")
         self.key_id, self.secret = k["keyId"], k["secret"]
+        self.admin("reseller", "create", "--account", "chaos", "--owner-email", OWNER_EMAIL)
+        self.session = self.admin("session", "create", "--email", OWNER_EMAIL)["token"]
         log = open(os.path.join(self.data, "sandbox.log"), "ab")
         self.sandbox_proc = subprocess.Popen(
             [self.bin, "sandbox", "--data-dir", self.data, "--listen", f"127.0.0.1:{self.sandbox_port}",
              "--notify-url", self.base, "--smtp-listen", f"127.0.0.1:{free_port()}"], stdout=log, stderr=log)
         self.start_server()
+        status, v = self.portal_answered("PATCH", "/reseller/profile", {"status": "enabled"})
+        if status != 200:
+            raise SystemExit(f"enabling the reseller profile: {status} {v}")
 
     def teardown(self):
         for p in (self.server, getattr(self, "sandbox_proc", None)):
@@ -179,6 +252,17 @@ class Driver:
         }
         h.update(headers or {})
         return http(method, self.base + path, raw if body is not None else None, h)
+
+    def portal(self, method, path, body=None):
+        return http(method, self.base + PORTAL + path, body, {"authorization": f"Bearer {self.session}"})
+
+    def portal_answered(self, method, path, body=None, tries=600):
+        for _ in range(tries):
+            try:
+                return self.portal(method, path, body)
+            except Down:
+                time.sleep(0.05)
+        raise SystemExit(f"portal {method} {path}: no answer")
 
     def until_answered(self, method, path, body=None, headers=None, tries=600):
         """For reads and idempotent writes: retry through kills until the server answers (401
@@ -495,7 +579,7 @@ class Driver:
             w = server_withdrawals.get(wid)
             if not w or w["status"] not in ("completed", "failed"):
                 self.fail(f"withdrawal {wid} not final: {w}")
-        self.check_portal()
+        checks += self.check_portal()
         out = subprocess.run([self.bin, "admin", *self.db_args, "ledger", "check", "--json"],
                              capture_output=True, text=True)
         checks += 1
@@ -505,7 +589,42 @@ class Driver:
         return checks, tickets_total, len(server_payments), len(server_withdrawals)
 
     def check_portal(self):
-        """Portal invariants go here when the portal lands."""
+        """Every acknowledged portal change holds, and nothing happened that nobody asked for."""
+        checks = 0
+        status, v = self.portal_answered("GET", "/reseller")
+        if status != 200:
+            self.fail(f"portal console: {status} {v}")
+            return checks
+        everyone = v["data"]["members"] + v["data"]["invitations"]
+        by_email = {}
+        for m in everyone:
+            by_email.setdefault(m.get("email"), []).append(m)
+        for email, inv in self.invites.items():
+            found = by_email.get(email, [])
+            checks += 1
+            if len(found) > 1:
+                self.fail(f"invitation {email} exists {len(found)} times")
+            if inv["id"] and not found:
+                self.fail(f"acknowledged invitation {email} is gone")
+            if inv["revoked"] and found and found[0]["status"] != "revoked":
+                self.fail(f"acknowledged revocation of {email} is gone: {found[0]['status']}")
+        status, v = self.portal_answered("GET", "/reseller/approval-requests")
+        if status != 200:
+            self.fail(f"portal approval list: {status} {v}")
+            return checks
+        server = {a["id"]: a for a in v["data"]}
+        for rid, a in self.approvals.items():
+            checks += 1
+            got = server.get(rid)
+            if not got:
+                self.fail(f"acknowledged approval request {rid} is gone")
+            elif a["cancelled"] and got["status"] != "cancelled":
+                self.fail(f"acknowledged cancellation of {rid} is gone: {got['status']}")
+        for rid, got in server.items():
+            checks += 1
+            if got["status"] not in ("pending", "cancelled"):
+                self.fail(f"approval request {rid} is {got['status']}, which nobody asked for")
+        return checks
 
 
 def main():
@@ -536,7 +655,9 @@ def main():
             "restarts": d.restarts, "seconds": round(time.time() - started), "operations": d.counts,
             "acknowledged": {"campaigns": len(d.campaigns), "payments": len(d.payments),
                              "check_ins": sum(1 for t in d.tickets.values() if t["checked_in"]),
-                             "withdrawals": sum(1 for w in d.withdrawals.values() if w["id"])},
+                             "withdrawals": sum(1 for w in d.withdrawals.values() if w["id"]),
+                             "portal_invitations": sum(1 for i in d.invites.values() if i["id"]),
+                             "portal_approval_requests": len(d.approvals)},
             "server_payments": payments, "server_withdrawals": withdrawals, "tickets_issued": tickets,
             "invariants_checked": checks, "violations": d.violations,
         }
