@@ -64,16 +64,27 @@ pub fn body_part(body: &[u8]) -> &[u8] {
 
 /// Builds the exact byte string that is signed.
 pub fn canonical_string(timestamp: &str, method: &str, path: &str, body: &[u8]) -> Vec<u8> {
-    let body = body_part(body);
-    let mut out = Vec::with_capacity(timestamp.len() + method.len() + path.len() + body.len() + 3);
-    out.extend_from_slice(timestamp.as_bytes());
-    out.push(b'.');
-    out.extend(method.bytes().map(|b| b.to_ascii_uppercase()));
-    out.push(b'.');
-    out.extend_from_slice(path.as_bytes());
-    out.push(b'.');
-    out.extend_from_slice(body);
+    let len = timestamp.len() + method.len() + path.len() + body_part(body).len() + 3;
+    let mut out = Vec::with_capacity(len);
+    canonical_parts(timestamp, method, path, body, |part| out.extend_from_slice(part));
     out
+}
+
+/// The signed string's parts in order (`<timestamp>.<METHOD>.<path>.<body>`), each handed to
+/// `put`: the one definition of its format, for building it ([`canonical_string`]) and for
+/// feeding it to a MAC without building it ([`HmacKey`]: a large body is not copied).
+fn canonical_parts(timestamp: &str, method: &str, path: &str, body: &[u8], mut put: impl FnMut(&[u8])) {
+    put(timestamp.as_bytes());
+    put(b".");
+    if method.bytes().any(|b| b.is_ascii_lowercase()) {
+        put(method.to_ascii_uppercase().as_bytes());
+    } else {
+        put(method.as_bytes());
+    }
+    put(b".");
+    put(path.as_bytes());
+    put(b".");
+    put(body_part(body));
 }
 
 fn mac(secret: &[u8], timestamp: &str, method: &str, path: &str, body: &[u8]) -> HmacSha256 {
@@ -98,21 +109,10 @@ impl HmacKey {
         HmacKey(<HmacSha256 as Mac>::new_from_slice(secret).unwrap_or_else(|_| unreachable!()))
     }
 
-    /// The MAC of the canonical string, fed in its parts (the same bytes as
-    /// [`canonical_string`], without building it: a large body is not copied).
+    /// The MAC of the canonical string, fed in its parts.
     fn mac(&self, timestamp: &str, method: &str, path: &str, body: &[u8]) -> HmacSha256 {
         let mut mac = self.0.clone();
-        mac.update(timestamp.as_bytes());
-        mac.update(b".");
-        if method.bytes().any(|b| b.is_ascii_lowercase()) {
-            mac.update(method.to_ascii_uppercase().as_bytes());
-        } else {
-            mac.update(method.as_bytes());
-        }
-        mac.update(b".");
-        mac.update(path.as_bytes());
-        mac.update(b".");
-        mac.update(body_part(body));
+        canonical_parts(timestamp, method, path, body, |part| mac.update(part));
         mac
     }
 

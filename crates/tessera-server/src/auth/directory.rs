@@ -116,14 +116,14 @@ impl KeyDirectory {
         Ok(true)
     }
 
-    /// The key with this id, from memory or the store. Unknown ids are not cached (they are
-    /// bounded by the failure guard instead).
     /// The key if this instance holds it in memory already (no store read): the auth layer's
     /// synchronous path; `None` sends it to [`KeyDirectory::key`].
     pub fn key_in_memory(&self, key_id: &str) -> Option<Arc<AuthKey>> {
         self.keys.read().unwrap_or_else(|p| p.into_inner()).get(key_id).cloned()
     }
 
+    /// The key with this id, from memory or the store. Unknown ids are not cached (they are
+    /// bounded by the failure guard instead).
     pub async fn key(&self, key_id: &str) -> StoreResult<Option<Arc<AuthKey>>> {
         if let Some(k) = self.key_in_memory(key_id) {
             return Ok(Some(k));

@@ -266,27 +266,24 @@ enum Admission {
 fn admit_now(state: &AppState, req: Request) -> Admission {
     let (mut parts, body) = req.into_parts();
     let hs = AuthHeaders::scan(&parts.headers);
-    // Ok(None): wait for something; Ok(Some(None)): no credentials (the route's extractor
-    // refuses with 401 and says which headers it takes).
     let checked = if hs.signed() {
         let max = state.config.max_body_bytes;
         if !body.is_end_stream() || hs.declared_length().is_some_and(|len| len > max) {
-            Ok(None)
-        } else {
-            signed_now(state, &parts, &hs).map(|c| c.map(Some))
+            return Admission::Later(Request::from_parts(parts, body));
         }
+        signed_now(state, &parts, &hs)
     } else if hs.domain_keyed() {
-        domain_key_now(state, &parts, &hs).map(|c| c.map(Some))
+        domain_key_now(state, &parts, &hs)
     } else {
-        Ok(Some(None))
+        // No credentials: the route's extractor refuses with 401 and says which headers it takes.
+        return Admission::Admitted(Request::from_parts(parts, body));
     };
     match checked {
         Ok(Some(caller)) => {
-            if let Some(c) = caller {
-                parts.extensions.insert(c);
-            }
+            parts.extensions.insert(caller);
             Admission::Admitted(Request::from_parts(parts, body))
         }
+        // The key is not in memory: fetch it on the asynchronous path.
         Ok(None) => Admission::Later(Request::from_parts(parts, body)),
         Err(e) => Admission::Refused(e),
     }
