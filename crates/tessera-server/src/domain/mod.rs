@@ -2,6 +2,7 @@
 pub mod accounts;
 pub mod campaigns;
 pub mod check;
+pub mod ledger;
 pub mod money;
 pub mod participants;
 pub mod payments;

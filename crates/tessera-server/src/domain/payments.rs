@@ -1,8 +1,11 @@
 //! Payments (D5, D12, D16.1–6): transaction types and states, fees, references and ticket codes.
 //! No I/O.
 use rand::Rng;
+use serde_json::Value;
 
-use super::DomainError;
+use super::check::{self, Check};
+use super::money::from_ghs;
+use super::{is_uuid, DomainError};
 
 pub const CURRENCY: &str = "GHS";
 
@@ -29,6 +32,11 @@ impl TransactionType {
             "donation" => Ok(TransactionType::Donation),
             _ => Err(DomainError::field(field, "must be one of vote, donation, ticket")),
         }
+    }
+
+    /// The type as a stored row names it.
+    pub fn from_stored(s: &str) -> Option<Self> {
+        Self::parse("", s).ok()
     }
 }
 
@@ -59,6 +67,17 @@ impl TxStatus {
             "abandoned" => Ok(TxStatus::Abandoned),
             _ => Err(DomainError::field(field, "must be one of pending, success, failed, abandoned")),
         }
+    }
+
+    /// The status as a stored row names it.
+    pub fn from_stored(s: &str) -> Option<Self> {
+        Self::parse("", s).ok()
+    }
+
+    /// Still open to a credit: `pending`, or `abandoned` when the payment comes after its hold
+    /// expired (D16.4).
+    pub fn takes_credit(self) -> bool {
+        matches!(self, TxStatus::Pending | TxStatus::Abandoned)
     }
 }
 
@@ -134,6 +153,284 @@ pub fn percent_hundredths(p: f64) -> Option<i64> {
     let scaled = p * 100.0;
     let rounded = scaled.round();
     ((0.0..=2000.0).contains(&rounded) && (scaled - rounded).abs() < 1e-6).then_some(rounded as i64)
+}
+
+/// A checkout or routed payment as the body asked for it, checked field by field but not yet
+/// priced against the catalogue (D5.1–3). Both forms of `POST /payments/initialize` parse into it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Order {
+    pub kind: TransactionType,
+    pub campaign_id: String,
+    pub ticket_type_id: Option<String>,
+    pub participant_id: Option<String>,
+    /// Tickets asked for.
+    pub quantity: i64,
+    /// Form 2's amount (the price), pesewas.
+    pub amount: Option<i64>,
+    pub email: String,
+    pub phone: Option<String>,
+    pub full_name: Option<String>,
+    pub callback_url: Option<String>,
+    pub channel: &'static str,
+    pub metadata: Value,
+    pub description: Option<String>,
+    /// How the body named the campaign and the quantity, for error details.
+    pub campaign_field: &'static str,
+    pub quantity_field: &'static str,
+}
+
+/// A member of the body, `null` read as absent (as an `Option` field deserializes it).
+fn member<'a>(body: &'a Value, name: &str) -> Option<&'a Value> {
+    body.get(name).filter(|v| !v.is_null())
+}
+
+fn required<'a>(check: &mut Check, field: &str, v: Option<&'a Value>) -> Option<&'a str> {
+    let s = v.and_then(Value::as_str);
+    if s.is_none() {
+        check.fail(field, "is required");
+    }
+    s
+}
+
+fn uuid_field(check: &mut Check, field: &str, v: Option<&str>) -> Option<String> {
+    match v {
+        Some(s) if is_uuid(s) => Some(s.to_string()),
+        Some(_) => {
+            check.fail(field, "must be a UUID");
+            None
+        }
+        None => None,
+    }
+}
+
+fn quantity(check: &mut Check, field: &str, v: Option<&Value>, default: Option<i64>) -> i64 {
+    match (v, default) {
+        (None, Some(d)) => d,
+        (None, None) => {
+            check.fail(field, "is required");
+            1
+        }
+        (Some(v), _) => match v.as_i64() {
+            Some(n) if (1..=100).contains(&n) => n,
+            _ => {
+                check.fail(field, "must be a whole number from 1 to 100");
+                1
+            }
+        },
+    }
+}
+
+fn metadata(check: &mut Check, v: Option<&Value>) -> Value {
+    match v {
+        None => Value::Object(Default::default()),
+        Some(m) => {
+            check.take(check::free_object("metadata", m));
+            m.clone()
+        }
+    }
+}
+
+fn full_name(check: &mut Check, field: &str, v: Option<&Value>) -> Option<String> {
+    match v {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => check.take(check::text(field, s, 1, 255)),
+        Some(_) => {
+            check.fail(field, "must be a string");
+            None
+        }
+    }
+}
+
+fn email(check: &mut Check, body: &Value) -> Option<String> {
+    required(check, "email", member(body, "email")).and_then(|e| check.take(check::email("email", e)))
+}
+
+/// Form 1 of `POST /payments/initialize`, a ticket checkout (a body already known to have only
+/// the form's fields, of their JSON types).
+pub fn parse_checkout(body: &Value) -> Result<Order, DomainError> {
+    let mut check = Check::new();
+    let asked = required(&mut check, "campaign_id", member(body, "campaign_id"));
+    let campaign_id = uuid_field(&mut check, "campaign_id", asked);
+    let asked = required(&mut check, "ticket_id", member(body, "ticket_id"));
+    let ticket_type_id = uuid_field(&mut check, "ticket_id", asked);
+    let email = email(&mut check, body);
+    let quantity = quantity(&mut check, "quantity", member(body, "quantity"), None);
+    let full_name = full_name(&mut check, "full_name", member(body, "full_name"));
+    let callback_url = member(body, "callbackUrl")
+        .and_then(Value::as_str)
+        .and_then(|u| check.take(check::url("callbackUrl", u, false)));
+    let metadata = metadata(&mut check, member(body, "metadata"));
+    check.finish()?;
+    Ok(Order {
+        kind: TransactionType::Ticket,
+        campaign_id: campaign_id.unwrap_or_default(),
+        ticket_type_id,
+        participant_id: None,
+        quantity,
+        amount: None,
+        email: email.unwrap_or_default(),
+        phone: None,
+        full_name,
+        callback_url,
+        channel: "web",
+        metadata,
+        description: None,
+        campaign_field: "campaign_id",
+        quantity_field: "quantity",
+    })
+}
+
+/// Form 2's amount: GHS, > 0, at most 2 decimals.
+fn routed_amount(check: &mut Check, v: Option<&Value>) -> Option<i64> {
+    match v {
+        None => {
+            check.fail("amount", "is required");
+            None
+        }
+        Some(v) => match check.take(from_ghs("amount", v)) {
+            Some(0) => {
+                check.fail("amount", "must be greater than 0");
+                None
+            }
+            other => other,
+        },
+    }
+}
+
+/// Form 2 of `POST /payments/initialize`, a routed payment for a vote, a donation or tickets
+/// (a body already known to have only the form's fields, of their JSON types).
+pub fn parse_routed(body: &Value) -> Result<Order, DomainError> {
+    let mut check = Check::new();
+    let text = |name: &str| member(body, name);
+    let kind = required(&mut check, "transactionType", text("transactionType"))
+        .and_then(|t| check.take(TransactionType::parse("transactionType", t)));
+    let amount = routed_amount(&mut check, text("amount"));
+    let email = email(&mut check, body);
+    let phone = required(&mut check, "phoneNumber", text("phoneNumber"))
+        .and_then(|p| check.take(check::phone("phoneNumber", p)));
+    let callback_url = required(&mut check, "callbackUrl", text("callbackUrl"))
+        .and_then(|u| check.take(check::url("callbackUrl", u, false)));
+    let channel = match text("channel").and_then(Value::as_str) {
+        None => Some("web"),
+        Some(c) => check.take(parse_channel("channel", c)),
+    };
+    let description =
+        text("description").and_then(Value::as_str).and_then(|d| check.take(check::text("description", d, 0, 500)));
+    let metadata = metadata(&mut check, text("metadata"));
+    let meta = |k: &str| metadata.get(k).and_then(Value::as_str).map(str::to_string);
+    let campaign_id = meta("campaignId");
+    if campaign_id.is_none() {
+        check.fail("metadata.campaignId", "is required");
+    }
+    let campaign_id = uuid_field(&mut check, "metadata.campaignId", campaign_id.as_deref());
+    let (mut ticket_type_id, mut participant_id, mut quantity_asked, mut name) = (None, None, 1, None);
+    match kind {
+        Some(TransactionType::Vote) => {
+            let p = meta("participantId");
+            if p.is_none() {
+                check.fail("metadata.participantId", "is required for a vote");
+            }
+            participant_id = uuid_field(&mut check, "metadata.participantId", p.as_deref());
+        }
+        Some(TransactionType::Ticket) => {
+            let t = meta("ticketTypeId");
+            if t.is_none() {
+                check.fail("metadata.ticketTypeId", "is required for a ticket");
+            }
+            ticket_type_id = uuid_field(&mut check, "metadata.ticketTypeId", t.as_deref());
+            quantity_asked = quantity(&mut check, "metadata.quantity", metadata.get("quantity"), Some(1));
+            name = full_name(&mut check, "metadata.full_name", metadata.get("full_name"));
+        }
+        _ => {}
+    }
+    check.finish()?;
+    Ok(Order {
+        kind: kind.unwrap_or(TransactionType::Donation),
+        campaign_id: campaign_id.unwrap_or_default(),
+        ticket_type_id,
+        participant_id,
+        quantity: quantity_asked,
+        amount,
+        email: email.unwrap_or_default(),
+        phone,
+        full_name: name,
+        callback_url,
+        channel: channel.unwrap_or("web"),
+        metadata,
+        description,
+        campaign_field: "metadata.campaignId",
+        quantity_field: "metadata.quantity",
+    })
+}
+
+/// The `payments` settings category as the payment flows read it (D4, D5.4, D11.2, D12.3,
+/// D14.1). Unknown or mistyped members read as absent (the settings route validated them on
+/// the way in); provider names stay names here, routing resolves them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PaymentsSettings {
+    /// `useSharedDefaults` (default true): the platform's provider credentials, not the account's.
+    pub use_shared_defaults: bool,
+    /// `channels.<channel>.provider`.
+    pub channel_providers: std::collections::BTreeMap<String, String>,
+    pub default_provider: Option<String>,
+    pub fallback_provider: Option<String>,
+    pub payout_provider: Option<String>,
+    /// `providers.<name>`: the account's own credentials.
+    pub own: std::collections::BTreeMap<String, OwnProvider>,
+    pub fee_percent: Option<f64>,
+    pub fee_fixed: Option<f64>,
+    pub fee_bearer: Option<FeeBearer>,
+}
+
+/// An account's own credentials for one provider: the secret as stored (sealed) and an optional
+/// base URL of its own.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OwnProvider {
+    pub sealed_secret: Option<String>,
+    pub base_url: Option<String>,
+}
+
+impl PaymentsSettings {
+    /// Reads the stored category object (`{}` when the account has none).
+    pub fn from_value(v: &Value) -> Self {
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        let entries = |k: &str| v.get(k).and_then(Value::as_object).into_iter().flatten();
+        PaymentsSettings {
+            use_shared_defaults: v.get("useSharedDefaults").and_then(Value::as_bool).unwrap_or(true),
+            channel_providers: entries("channels")
+                .filter_map(|(channel, c)| Some((channel.clone(), text(c.get("provider"))?)))
+                .collect(),
+            default_provider: text(v.get("defaultProvider")),
+            fallback_provider: text(v.get("fallbackProvider")),
+            payout_provider: text(v.get("payoutProvider")),
+            own: entries("providers")
+                .map(|(name, p)| {
+                    let sealed = p.get("secretKey").and_then(|s| s.get(super::settings::SEALED));
+                    let own = OwnProvider { sealed_secret: text(sealed), base_url: text(p.get("baseUrl")) };
+                    (name.clone(), own)
+                })
+                .collect(),
+            fee_percent: v.get("feePercent").and_then(Value::as_f64),
+            fee_fixed: v.get("feeFixed").and_then(Value::as_f64),
+            fee_bearer: v.get("feeBearer").and_then(Value::as_str).map(|b| match b {
+                "customer" => FeeBearer::Customer,
+                _ => FeeBearer::Organizer,
+            }),
+        }
+    }
+
+    /// The fee rule in force (D12.3): the account's `feePercent`, `feeFixed`, `feeBearer`, each
+    /// falling back to the platform's default percentage and fixed part; `organizer` bears it
+    /// unless `customer` is set.
+    pub fn fee_policy(&self, default_percent: f64, default_fixed: f64) -> FeePolicy {
+        let pct = self.fee_percent.or(Some(default_percent)).and_then(percent_hundredths).unwrap_or(0);
+        let fixed = self.fee_fixed.unwrap_or(default_fixed).max(0.0);
+        FeePolicy {
+            percent_hundredths: pct,
+            fixed: (fixed * 100.0).round() as i64,
+            bearer: self.fee_bearer.unwrap_or(FeeBearer::Organizer),
+        }
+    }
 }
 
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";

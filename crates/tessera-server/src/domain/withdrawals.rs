@@ -58,6 +58,17 @@ impl WithdrawalStatus {
             )
         })
     }
+
+    /// The status as a stored row names it.
+    pub fn from_stored(s: &str) -> Option<Self> {
+        WithdrawalStatus::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// Waiting for the provider (a payout job exists or will be claimed): `pending` or
+    /// `processing`.
+    pub fn is_payable(self) -> bool {
+        matches!(self, WithdrawalStatus::Pending | WithdrawalStatus::Processing)
+    }
 }
 
 /// A valid withdrawal request.

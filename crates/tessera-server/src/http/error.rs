@@ -214,3 +214,13 @@ impl From<StoreError> for ApiError {
         }
     }
 }
+
+impl From<crate::flows::FlowError> for ApiError {
+    fn from(e: crate::flows::FlowError) -> Self {
+        match e {
+            crate::flows::FlowError::Domain(d) => d.into(),
+            crate::flows::FlowError::Store(s) => s.into(),
+            crate::flows::FlowError::ProviderUnavailable(m) => ApiError::provider_unavailable(m),
+        }
+    }
+}

@@ -6,13 +6,33 @@ use sqlx::Row;
 use super::query::{Arg, Filter};
 use super::{Store, StoreResult};
 
-/// Entry kinds and their signs (D16.2).
-pub mod kind {
-    pub const CHARGE: &str = "charge";
-    pub const FEE: &str = "fee";
-    pub const WITHDRAWAL_HOLD: &str = "withdrawal_hold";
-    pub const WITHDRAWAL_RELEASE: &str = "withdrawal_release";
-    pub const WITHDRAWAL_DEBIT: &str = "withdrawal_debit";
+pub use crate::domain::ledger::kind;
+
+/// Appends one entry in the caller's transaction (the ledger's unique (kind, reference) refuses
+/// a second entry of a kind for the same charge or withdrawal, whatever calls this).
+pub(crate) async fn entry(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+    kind: &str,
+    amount: i64,
+    reference: &str,
+    settles_at: i64,
+    now: i64,
+) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO ledger_entries (id, account_id, kind, amount, reference, settles_at, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(crate::domain::new_id())
+    .bind(account_id)
+    .bind(kind)
+    .bind(amount)
+    .bind(reference)
+    .bind(settles_at)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod campaigns;
 pub mod customers;
 pub mod domains;
+pub mod donations;
 pub mod group_commit;
 pub mod jobs;
 pub mod keys;
@@ -33,6 +34,33 @@ use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
+
+/// A write transaction held by a flow while it applies its rules: the store's functions that
+/// take `&mut StoreTx` run their statements inside it, and nothing is visible to others until
+/// [`StoreTx::commit`]. Dropped without a commit, it rolls back. This is how a change that spans
+/// resources (a payment credited, its seats sold, its tickets issued, its e-mail queued) stays
+/// one transaction while its rules live in `flows`, not in SQL.
+pub struct StoreTx(sqlx::Transaction<'static, sqlx::Any>);
+
+impl StoreTx {
+    pub async fn commit(self) -> StoreResult<()> {
+        self.0.commit().await?;
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for StoreTx {
+    type Target = sqlx::AnyConnection;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for StoreTx {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
 
 /// What the store can fail with. Handlers see `NotFound` and `Conflict`; the rest is internal.
 #[derive(Debug, thiserror::Error)]
@@ -180,6 +208,11 @@ impl Store {
 
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// Opens a write transaction on the writer (see [`StoreTx`]).
+    pub async fn begin(&self) -> StoreResult<StoreTx> {
+        Ok(StoreTx(self.writer().begin().await?))
     }
 
     pub(crate) fn writer(&self) -> &AnyPool {

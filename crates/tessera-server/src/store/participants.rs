@@ -175,3 +175,19 @@ impl Store {
         from_row(&row)
     }
 }
+
+/// Adds `n` paid votes to a participant, in the caller's transaction.
+pub(crate) async fn add_votes(
+    conn: &mut sqlx::AnyConnection,
+    participant_id: &str,
+    n: i64,
+    now: i64,
+) -> StoreResult<()> {
+    sqlx::query("UPDATE participants SET votes = votes + $1, updated_at = $2 WHERE id = $3")
+        .bind(n)
+        .bind(now)
+        .bind(participant_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}

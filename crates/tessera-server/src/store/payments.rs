@@ -1,29 +1,28 @@
-//! Transactions and what they fulfil (D5, D12, D16.1–6). Every move is one transaction, and
-//! each is guarded in SQL so that it happens once under any concurrency or crash:
-//! - a reservation is a conditional update of the ticket type (`sold + held + n <= available`);
+//! Transactions (payments) as stored (D5, D12, D16.1–6): the row, its reads, and the guarded
+//! statements the checkout and fulfilment flows (`flows::checkout`, `flows::fulfilment`) run
+//! inside their transactions. Each statement is conditional so that its move happens once under
+//! any concurrency or crash:
 //! - a credit sets `credited` from 0 to 1 (the one writer of the `charge` and `fee` entries,
 //!   which the ledger's unique (kind, reference) also refuses twice);
-//! - a release moves `status` from `pending` only.
+//! - a release moves `status` from `pending` only, with the reservation it read.
 use std::collections::HashMap;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::jobs::{self, queue};
 use super::query::{Arg, Filter};
 use super::sqlite_read::Get;
 use super::{Store, StoreError, StoreResult};
-use crate::domain::new_id;
-use crate::domain::payments::{new_qr_token, new_ticket_code, TransactionType, TxStatus};
+use crate::domain::payments::{TransactionType, TxStatus};
 
 /// A stored transaction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transaction {
     pub reference: String,
     pub account_id: String,
-    pub transaction_type: String,
-    pub status: String,
+    pub transaction_type: TransactionType,
+    pub status: TxStatus,
     pub amount: i64,
     pub fees: i64,
     pub price: i64,
@@ -63,8 +62,10 @@ fn from_row(r: &AnyRow) -> StoreResult<Transaction> {
     Ok(Transaction {
         reference: r.try_get("reference")?,
         account_id: r.try_get("account_id")?,
-        transaction_type: r.try_get("transaction_type")?,
-        status: r.try_get("status")?,
+        transaction_type: TransactionType::from_stored(&r.try_get::<String, _>("transaction_type")?)
+            .ok_or_else(|| StoreError::Corrupt("transaction type".into()))?,
+        status: TxStatus::from_stored(&r.try_get::<String, _>("status")?)
+            .ok_or_else(|| StoreError::Corrupt("transaction status".into()))?,
         amount: r.try_get("amount")?,
         fees: r.try_get("fees")?,
         price: r.try_get("price")?,
@@ -176,7 +177,7 @@ pub struct TransactionQuery {
     pub limit: u32,
 }
 
-/// What confirming a paid charge did.
+/// What confirming a paid charge did (`flows::fulfilment::settle`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settled {
     /// Credited and fulfilled now.
@@ -188,12 +189,9 @@ pub enum Settled {
     Unchanged,
 }
 
-/// Why a sold-out refusal names the ticket type.
-fn sold_out() -> StoreError {
-    StoreError::SoldOut("not enough tickets of this type are left for that quantity".into())
-}
-
-async fn insert_transaction(
+/// Writes a transaction in the caller's transaction: `reserved` seats held for it, and, when
+/// `settled`, credited and fulfilled at once (a free purchase).
+pub(crate) async fn insert(
     conn: &mut sqlx::AnyConnection,
     t: &NewTransaction,
     status: TxStatus,
@@ -239,153 +237,91 @@ async fn insert_transaction(
     Ok(())
 }
 
-/// What a fulfilment needs of its transaction.
-struct Fulfil<'a> {
-    reference: &'a str,
-    account_id: &'a str,
-    transaction_type: &'a str,
-    campaign_id: &'a str,
-    ticket_type_id: Option<&'a str>,
-    participant_id: Option<&'a str>,
-    quantity: i64,
-    price: i64,
-    amount: i64,
-    email: &'a str,
-    full_name: Option<&'a str>,
+/// A transaction read inside the caller's transaction.
+pub(crate) async fn read_in(conn: &mut sqlx::AnyConnection, reference: &str) -> StoreResult<Option<Transaction>> {
+    sqlx::query(&format!("SELECT {COLUMNS} FROM transactions WHERE reference = $1"))
+        .bind(reference)
+        .fetch_optional(conn)
+        .await?
+        .as_ref()
+        .map(from_row)
+        .transpose()
 }
 
-/// Issues what was bought (tickets one per unit, votes, the donation) and queues the buyer's
-/// notification (D13.2), in the caller's transaction. The inventory was already counted sold.
-async fn fulfil(conn: &mut sqlx::AnyConnection, f: &Fulfil<'_>, now: i64) -> StoreResult<()> {
-    let event_type = match f.transaction_type {
-        "ticket" => {
-            let ticket_type = f.ticket_type_id.ok_or_else(|| StoreError::Corrupt("ticket without type".into()))?;
-            for _ in 0..f.quantity {
-                sqlx::query(
-                    "INSERT INTO tickets (id, account_id, campaign_id, ticket_type_id, transaction_reference, \
-                     ticket_code, qr_token, status, attendee_name, attendee_email, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, 'valid', $8, $9, $10)",
-                )
-                .bind(new_id())
-                .bind(f.account_id)
-                .bind(f.campaign_id)
-                .bind(ticket_type)
-                .bind(f.reference)
-                .bind(new_ticket_code())
-                .bind(new_qr_token())
-                .bind(f.full_name)
-                .bind(f.email)
-                .bind(now)
-                .execute(&mut *conn)
-                .await?;
-            }
-            "ticket.purchase.confirmed"
-        }
-        "vote" => {
-            let participant = f.participant_id.ok_or_else(|| StoreError::Corrupt("vote without participant".into()))?;
-            sqlx::query("UPDATE participants SET votes = votes + $1, updated_at = $2 WHERE id = $3")
-                .bind(f.quantity)
-                .bind(now)
-                .bind(participant)
-                .execute(&mut *conn)
-                .await?;
-            "vote.payment.success"
-        }
-        _ => {
-            sqlx::query(
-                "INSERT INTO donations (id, account_id, campaign_id, transaction_reference, amount, email, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .bind(new_id())
-            .bind(f.account_id)
-            .bind(f.campaign_id)
-            .bind(f.reference)
-            .bind(f.price)
-            .bind(f.email)
-            .bind(now)
-            .execute(&mut *conn)
-            .await?;
-            "donation.payment.success"
-        }
-    };
-    let notification = new_id();
-    let payload = json!({
-        "reference": f.reference,
-        "transactionType": f.transaction_type,
-        "campaignId": f.campaign_id,
-        "quantity": f.quantity,
-        "amount": f.amount,
-    });
-    sqlx::query(
-        "INSERT INTO notifications (id, account_id, channel, event_type, recipient, subject, payload, status, \
-         created_at, updated_at) VALUES ($1, $2, 'email', $3, $4, NULL, $5, 'queued', $6, $6)",
-    )
-    .bind(&notification)
-    .bind(f.account_id)
-    .bind(event_type)
-    .bind(f.email)
-    .bind(payload.to_string())
-    .bind(now)
-    .execute(&mut *conn)
-    .await?;
-    jobs::enqueue(conn, queue::NOTIFICATION, &notification, now, now).await
-}
-
-pub(crate) async fn ledger_entry(
+/// Claims the credit of a transaction still in `from`: `credited` 0 → 1, once. Returns whether
+/// this call won it.
+pub(crate) async fn claim_credit(
     conn: &mut sqlx::AnyConnection,
-    account_id: &str,
-    kind: &str,
-    amount: i64,
     reference: &str,
-    settles_at: i64,
+    from: TxStatus,
+    now: i64,
+) -> StoreResult<bool> {
+    Ok(sqlx::query(
+        "UPDATE transactions SET credited = 1, updated_at = $1 WHERE reference = $2 AND credited = 0 AND status = $3",
+    )
+    .bind(now)
+    .bind(reference)
+    .bind(from.as_str())
+    .execute(conn)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// Records a credited payment's end: its status, whether it was fulfilled, whether it came after
+/// its hold expired; its reservation is used up.
+pub(crate) async fn record_paid(
+    conn: &mut sqlx::AnyConnection,
+    reference: &str,
+    status: TxStatus,
+    fulfilled: bool,
+    paid_late: bool,
     now: i64,
 ) -> StoreResult<()> {
     sqlx::query(
-        "INSERT INTO ledger_entries (id, account_id, kind, amount, reference, settles_at, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "UPDATE transactions SET status = $1, reserved = 0, fulfilled = $2, paid_late = $3, paid_at = $4, \
+         updated_at = $4 WHERE reference = $5",
     )
-    .bind(new_id())
-    .bind(account_id)
-    .bind(kind)
-    .bind(amount)
-    .bind(reference)
-    .bind(settles_at)
+    .bind(status.as_str())
+    .bind(i64::from(fulfilled))
+    .bind(i64::from(paid_late))
     .bind(now)
+    .bind(reference)
     .execute(conn)
     .await?;
     Ok(())
 }
 
-impl Store {
-    /// Opens a paid purchase: the pending transaction, its inventory hold (tickets) and its
-    /// verify-polling job, in one transaction. Sold out → `SoldOut`, nothing written.
-    pub async fn open_transaction(&self, t: &NewTransaction, first_poll_at: i64, now: i64) -> StoreResult<()> {
-        let mut tx = self.writer().begin().await?;
-        let mut reserved = 0;
-        if let (TransactionType::Ticket, Some(tt)) = (t.transaction_type, &t.ticket_type_id) {
-            let held = sqlx::query(
-                "UPDATE ticket_types SET quantity_held = quantity_held + $1, updated_at = $2 \
-                 WHERE id = $3 AND account_id = $4 AND status = 'active' \
-                 AND quantity_sold + quantity_held + $1 <= quantity_available",
-            )
-            .bind(t.quantity)
-            .bind(now)
-            .bind(tt)
-            .bind(&t.account_id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if held != 1 {
-                return Err(sold_out());
-            }
-            reserved = t.quantity;
-        }
-        insert_transaction(&mut tx, t, TxStatus::Pending, reserved, false, now).await?;
-        jobs::enqueue(&mut tx, queue::CHARGE, &t.reference, first_poll_at, now).await?;
-        tx.commit().await?;
-        Ok(())
-    }
+/// Moves a pending, uncredited transaction that still holds `reserved` seats to `to`, its
+/// reservation given up. Returns whether it moved.
+pub(crate) async fn release(
+    conn: &mut sqlx::AnyConnection,
+    reference: &str,
+    to: TxStatus,
+    reserved: i64,
+    now: i64,
+) -> StoreResult<bool> {
+    Ok(sqlx::query(
+        "UPDATE transactions SET status = $1, reserved = 0, updated_at = $2 \
+         WHERE reference = $3 AND status = 'pending' AND reserved = $4 AND credited = 0",
+    )
+    .bind(to.as_str())
+    .bind(now)
+    .bind(reference)
+    .bind(reserved)
+    .execute(conn)
+    .await?
+    .rows_affected()
+        == 1)
+}
 
+/// Deletes a transaction (one no provider took: as if it had never been opened).
+pub(crate) async fn delete(conn: &mut sqlx::AnyConnection, reference: &str) -> StoreResult<()> {
+    sqlx::query("DELETE FROM transactions WHERE reference = $1").bind(reference).execute(conn).await?;
+    Ok(())
+}
+
+impl Store {
     /// Records the provider's answer to a new charge.
     pub async fn attach_charge(
         &self,
@@ -406,69 +342,6 @@ impl Store {
         .bind(reference)
         .execute(self.writer())
         .await?;
-        Ok(())
-    }
-
-    /// No provider took the charge (D5.4, D16.6): the transaction, its hold and its job go, as if
-    /// it had never been opened.
-    pub async fn drop_transaction(&self, reference: &str, now: i64) -> StoreResult<()> {
-        let mut tx = self.writer().begin().await?;
-        let row = sqlx::query(
-            "SELECT ticket_type_id, reserved FROM transactions WHERE reference = $1 AND status = 'pending'",
-        )
-        .bind(reference)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some(row) = row {
-            release_hold(&mut tx, row.try_get("ticket_type_id")?, row.try_get("reserved")?, now).await?;
-            jobs::finish(&mut tx, queue::CHARGE, reference).await?;
-            sqlx::query("DELETE FROM transactions WHERE reference = $1").bind(reference).execute(&mut *tx).await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// A purchase that costs nothing (D16.6): success at once, no provider, fulfilled in the
-    /// same transaction. Sold out → `SoldOut`, nothing written.
-    pub async fn complete_free(&self, t: &NewTransaction, now: i64) -> StoreResult<()> {
-        let mut tx = self.writer().begin().await?;
-        if let (TransactionType::Ticket, Some(tt)) = (t.transaction_type, &t.ticket_type_id) {
-            let sold = sqlx::query(
-                "UPDATE ticket_types SET quantity_sold = quantity_sold + $1, updated_at = $2 \
-                 WHERE id = $3 AND account_id = $4 AND status = 'active' \
-                 AND quantity_sold + quantity_held + $1 <= quantity_available",
-            )
-            .bind(t.quantity)
-            .bind(now)
-            .bind(tt)
-            .bind(&t.account_id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if sold != 1 {
-                return Err(sold_out());
-            }
-        }
-        insert_transaction(&mut tx, t, TxStatus::Success, 0, true, now).await?;
-        fulfil(
-            &mut tx,
-            &Fulfil {
-                reference: &t.reference,
-                account_id: &t.account_id,
-                transaction_type: t.transaction_type.as_str(),
-                campaign_id: &t.campaign_id,
-                ticket_type_id: t.ticket_type_id.as_deref(),
-                participant_id: t.participant_id.as_deref(),
-                quantity: t.quantity,
-                price: t.price,
-                amount: t.amount,
-                email: &t.email,
-                full_name: t.full_name.as_deref(),
-            },
-            now,
-        )
-        .await?;
-        tx.commit().await?;
         Ok(())
     }
 
@@ -543,135 +416,6 @@ impl Store {
         Ok(out)
     }
 
-    /// The donation ids of several transactions (list reads), by reference.
-    pub async fn donations_of_many(&self, references: &[String]) -> StoreResult<HashMap<String, String>> {
-        if references.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let sql = format!(
-            "SELECT id, transaction_reference FROM donations WHERE transaction_reference IN ({})",
-            placeholders(references.len())
-        );
-        bind_all(sqlx::query(&sql), references)
-            .fetch_all(self.reader())
-            .await?
-            .iter()
-            .map(|r| Ok((r.try_get("transaction_reference")?, r.try_get("id")?)))
-            .collect()
-    }
-
-    /// The id of the donation a transaction recorded.
-    pub async fn donation_of(&self, reference: &str) -> StoreResult<Option<String>> {
-        Ok(sqlx::query("SELECT id FROM donations WHERE transaction_reference = $1")
-            .bind(reference)
-            .fetch_optional(self.reader())
-            .await?
-            .map(|r| r.try_get("id"))
-            .transpose()?)
-    }
-
-    /// The provider confirmed the charge (amount and currency checked by the caller): credits
-    /// the ledger and fulfils, in one transaction with the move to `success` (D6.3, D16.2,
-    /// D16.4). Runs at most once per transaction whatever calls it, however often.
-    pub async fn settle_success(&self, reference: &str, settle_delay_ms: i64, now: i64) -> StoreResult<Settled> {
-        let mut tx = self.writer().begin().await?;
-        let Some(row) = sqlx::query(&format!("SELECT {COLUMNS} FROM transactions WHERE reference = $1"))
-            .bind(reference)
-            .fetch_optional(&mut *tx)
-            .await?
-        else {
-            return Ok(Settled::Unchanged);
-        };
-        let t = from_row(&row)?;
-        let was_abandoned = t.status == TxStatus::Abandoned.as_str();
-        if t.credited || t.mismatch || !(t.status == TxStatus::Pending.as_str() || was_abandoned) {
-            return Ok(Settled::Unchanged);
-        }
-        let won = sqlx::query(
-            "UPDATE transactions SET credited = 1, updated_at = $1 WHERE reference = $2 AND credited = 0 AND status = $3",
-        )
-        .bind(now)
-        .bind(reference)
-        .bind(&t.status)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if won != 1 {
-            return Ok(Settled::Unchanged);
-        }
-        // The inventory: a held reservation becomes sold; a late payment takes a seat only if
-        // one is still free.
-        let room = match (t.transaction_type.as_str(), t.ticket_type_id.as_deref()) {
-            ("ticket", Some(tt)) if t.reserved > 0 => {
-                sqlx::query(
-                    "UPDATE ticket_types SET quantity_held = quantity_held - $1, quantity_sold = quantity_sold + $2, \
-                     updated_at = $3 WHERE id = $4",
-                )
-                .bind(t.reserved)
-                .bind(t.quantity)
-                .bind(now)
-                .bind(tt)
-                .execute(&mut *tx)
-                .await?;
-                true
-            }
-            ("ticket", Some(tt)) => {
-                sqlx::query(
-                    "UPDATE ticket_types SET quantity_sold = quantity_sold + $1, updated_at = $2 \
-                     WHERE id = $3 AND quantity_sold + quantity_held + $1 <= quantity_available",
-                )
-                .bind(t.quantity)
-                .bind(now)
-                .bind(tt)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                    == 1
-            }
-            _ => true,
-        };
-        let status = if room { TxStatus::Success } else { TxStatus::Abandoned };
-        sqlx::query(
-            "UPDATE transactions SET status = $1, reserved = 0, fulfilled = $2, paid_late = $3, paid_at = $4, \
-             updated_at = $4 WHERE reference = $5",
-        )
-        .bind(status.as_str())
-        .bind(i64::from(room))
-        .bind(i64::from(was_abandoned))
-        .bind(now)
-        .bind(reference)
-        .execute(&mut *tx)
-        .await?;
-        let settles_at = now + settle_delay_ms;
-        ledger_entry(&mut tx, &t.account_id, "charge", t.amount, reference, settles_at, now).await?;
-        if t.fees > 0 {
-            ledger_entry(&mut tx, &t.account_id, "fee", -t.fees, reference, settles_at, now).await?;
-        }
-        if room {
-            fulfil(
-                &mut tx,
-                &Fulfil {
-                    reference,
-                    account_id: &t.account_id,
-                    transaction_type: &t.transaction_type,
-                    campaign_id: &t.campaign_id,
-                    ticket_type_id: t.ticket_type_id.as_deref(),
-                    participant_id: t.participant_id.as_deref(),
-                    quantity: t.quantity,
-                    price: t.price,
-                    amount: t.amount,
-                    email: &t.email,
-                    full_name: t.full_name.as_deref(),
-                },
-                now,
-            )
-            .await?;
-        }
-        jobs::finish(&mut tx, queue::CHARGE, reference).await?;
-        tx.commit().await?;
-        Ok(if room { Settled::Fulfilled } else { Settled::CreditedOnly })
-    }
-
     /// The provider reported another amount or currency (D5.5): flagged, never credited or
     /// fulfilled; the transaction stays `pending` and keeps its polling job only for the hold's
     /// release at expiry.
@@ -686,57 +430,14 @@ impl Store {
         .rows_affected()
             == 1)
     }
-
-    /// Moves a pending transaction to `failed` or `abandoned` and releases its hold, once
-    /// (D6.3, D16.4). A mismatched one keeps `pending` and only releases its hold. Returns
-    /// whether anything changed.
-    pub async fn close_transaction(&self, reference: &str, to: TxStatus, now: i64) -> StoreResult<bool> {
-        let mut tx = self.writer().begin().await?;
-        let Some(row) = sqlx::query(
-            "SELECT status, reserved, ticket_type_id, mismatch, credited FROM transactions WHERE reference = $1",
-        )
-        .bind(reference)
-        .fetch_optional(&mut *tx)
-        .await?
-        else {
-            return Ok(false);
-        };
-        let status: String = row.try_get("status")?;
-        let reserved: i64 = row.try_get("reserved")?;
-        let mismatch = row.try_get::<i64, _>("mismatch")? != 0;
-        if status != TxStatus::Pending.as_str() || row.try_get::<i64, _>("credited")? != 0 {
-            jobs::finish(&mut tx, queue::CHARGE, reference).await?;
-            tx.commit().await?;
-            return Ok(false);
-        }
-        let next = if mismatch { TxStatus::Pending } else { to };
-        let moved = sqlx::query(
-            "UPDATE transactions SET status = $1, reserved = 0, updated_at = $2 \
-             WHERE reference = $3 AND status = 'pending' AND reserved = $4 AND credited = 0",
-        )
-        .bind(next.as_str())
-        .bind(now)
-        .bind(reference)
-        .bind(reserved)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if moved != 1 {
-            return Ok(false);
-        }
-        release_hold(&mut tx, row.try_get("ticket_type_id")?, reserved, now).await?;
-        jobs::finish(&mut tx, queue::CHARGE, reference).await?;
-        tx.commit().await?;
-        Ok(true)
-    }
 }
 
 /// `$1, $2, …, $n` for an `IN (…)` list.
-fn placeholders(n: usize) -> String {
+pub(super) fn placeholders(n: usize) -> String {
     (1..=n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
 }
 
-fn bind_all<'q>(
+pub(super) fn bind_all<'q>(
     mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
     values: &'q [String],
 ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
@@ -744,21 +445,4 @@ fn bind_all<'q>(
         q = q.bind(v.as_str());
     }
     q
-}
-
-async fn release_hold(
-    conn: &mut sqlx::AnyConnection,
-    ticket_type_id: Option<String>,
-    reserved: i64,
-    now: i64,
-) -> StoreResult<()> {
-    if let (Some(tt), true) = (ticket_type_id, reserved > 0) {
-        sqlx::query("UPDATE ticket_types SET quantity_held = quantity_held - $1, updated_at = $2 WHERE id = $3")
-            .bind(reserved)
-            .bind(now)
-            .bind(tt)
-            .execute(conn)
-            .await?;
-    }
-    Ok(())
 }

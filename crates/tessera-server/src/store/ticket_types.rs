@@ -250,3 +250,116 @@ impl Store {
         from_row(&row)
     }
 }
+
+/// The inventory statements the checkout and fulfilment flows run in their transactions. Each is
+/// one conditional update, so seats are never sold or held beyond `quantity_available` whatever
+/// runs at the same time: `quantity_sold + quantity_held + n <= quantity_available`.
+pub(crate) mod inventory {
+    use crate::store::StoreResult;
+
+    /// Holds `n` seats of an active ticket type of the account for a pending payment. Returns
+    /// whether they were free.
+    pub(crate) async fn hold(
+        conn: &mut sqlx::AnyConnection,
+        account_id: &str,
+        ticket_type_id: &str,
+        n: i64,
+        now: i64,
+    ) -> StoreResult<bool> {
+        Ok(sqlx::query(
+            "UPDATE ticket_types SET quantity_held = quantity_held + $1, updated_at = $2 \
+             WHERE id = $3 AND account_id = $4 AND status = 'active' \
+             AND quantity_sold + quantity_held + $1 <= quantity_available",
+        )
+        .bind(n)
+        .bind(now)
+        .bind(ticket_type_id)
+        .bind(account_id)
+        .execute(conn)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Sells `n` seats of an active ticket type of the account at once (a free purchase).
+    /// Returns whether they were free.
+    pub(crate) async fn sell(
+        conn: &mut sqlx::AnyConnection,
+        account_id: &str,
+        ticket_type_id: &str,
+        n: i64,
+        now: i64,
+    ) -> StoreResult<bool> {
+        Ok(sqlx::query(
+            "UPDATE ticket_types SET quantity_sold = quantity_sold + $1, updated_at = $2 \
+             WHERE id = $3 AND account_id = $4 AND status = 'active' \
+             AND quantity_sold + quantity_held + $1 <= quantity_available",
+        )
+        .bind(n)
+        .bind(now)
+        .bind(ticket_type_id)
+        .bind(account_id)
+        .execute(conn)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Turns `held` held seats into `n` sold ones (a paid reservation).
+    pub(crate) async fn sell_held(
+        conn: &mut sqlx::AnyConnection,
+        ticket_type_id: &str,
+        held: i64,
+        n: i64,
+        now: i64,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "UPDATE ticket_types SET quantity_held = quantity_held - $1, quantity_sold = quantity_sold + $2, \
+             updated_at = $3 WHERE id = $4",
+        )
+        .bind(held)
+        .bind(n)
+        .bind(now)
+        .bind(ticket_type_id)
+        .execute(conn)
+        .await?;
+        Ok(())
+    }
+
+    /// Sells `n` seats if that many are still free, whatever the ticket type's status (a payment
+    /// that came after its hold was released). Returns whether they were.
+    pub(crate) async fn sell_if_free(
+        conn: &mut sqlx::AnyConnection,
+        ticket_type_id: &str,
+        n: i64,
+        now: i64,
+    ) -> StoreResult<bool> {
+        Ok(sqlx::query(
+            "UPDATE ticket_types SET quantity_sold = quantity_sold + $1, updated_at = $2 \
+             WHERE id = $3 AND quantity_sold + quantity_held + $1 <= quantity_available",
+        )
+        .bind(n)
+        .bind(now)
+        .bind(ticket_type_id)
+        .execute(conn)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Gives `n` held seats back.
+    pub(crate) async fn release(
+        conn: &mut sqlx::AnyConnection,
+        ticket_type_id: &str,
+        n: i64,
+        now: i64,
+    ) -> StoreResult<()> {
+        sqlx::query("UPDATE ticket_types SET quantity_held = quantity_held - $1, updated_at = $2 WHERE id = $3")
+            .bind(n)
+            .bind(now)
+            .bind(ticket_type_id)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+}

@@ -228,3 +228,40 @@ impl Store {
         rows.iter().map(ticket_from_row).collect()
     }
 }
+
+/// Tickets to issue for one paid purchase.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NewTickets<'a> {
+    pub account_id: &'a str,
+    pub campaign_id: &'a str,
+    pub ticket_type_id: &'a str,
+    pub reference: &'a str,
+    pub attendee_name: Option<&'a str>,
+    pub attendee_email: &'a str,
+    pub quantity: i64,
+}
+
+/// Issues `quantity` valid tickets, each with its own code and QR token, in the caller's
+/// transaction.
+pub(crate) async fn issue(conn: &mut sqlx::AnyConnection, t: &NewTickets<'_>, now: i64) -> StoreResult<()> {
+    for _ in 0..t.quantity {
+        sqlx::query(
+            "INSERT INTO tickets (id, account_id, campaign_id, ticket_type_id, transaction_reference, \
+             ticket_code, qr_token, status, attendee_name, attendee_email, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'valid', $8, $9, $10)",
+        )
+        .bind(crate::domain::new_id())
+        .bind(t.account_id)
+        .bind(t.campaign_id)
+        .bind(t.ticket_type_id)
+        .bind(t.reference)
+        .bind(crate::domain::payments::new_ticket_code())
+        .bind(crate::domain::payments::new_qr_token())
+        .bind(t.attendee_name)
+        .bind(t.attendee_email)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}

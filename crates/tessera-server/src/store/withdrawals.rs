@@ -15,8 +15,7 @@ use sqlx::Row;
 
 use super::audit::{self, Audit};
 use super::jobs::{self, queue};
-use super::ledger::kind;
-use super::payments::ledger_entry;
+use super::ledger::{entry as ledger_entry, kind};
 use super::query::{Arg, Filter};
 use super::{Backend, Store, StoreError, StoreResult};
 use crate::domain::new_id;
@@ -27,7 +26,7 @@ use crate::domain::withdrawals::{WithdrawalStatus, IDEMPOTENCY_TTL_MS};
 pub struct Withdrawal {
     pub id: String,
     pub account_id: String,
-    pub status: String,
+    pub status: WithdrawalStatus,
     /// Pesewas.
     pub amount: i64,
     pub currency: String,
@@ -44,13 +43,6 @@ pub struct Withdrawal {
     pub updated_at: i64,
 }
 
-impl Withdrawal {
-    /// Waiting for the provider (a payout job exists or will be claimed).
-    pub fn is_payable(&self) -> bool {
-        self.status == WithdrawalStatus::Pending.as_str() || self.status == WithdrawalStatus::Processing.as_str()
-    }
-}
-
 const COLUMNS: &str = "id, account_id, status, amount, currency, bank_name, bank_code, account_number, account_name, \
     provider, failure_reason, idempotency_key, transfer_created, provider_down_since, created_at, updated_at";
 
@@ -58,7 +50,8 @@ fn from_row(r: &AnyRow) -> StoreResult<Withdrawal> {
     Ok(Withdrawal {
         id: r.try_get("id")?,
         account_id: r.try_get("account_id")?,
-        status: r.try_get("status")?,
+        status: WithdrawalStatus::from_stored(&r.try_get::<String, _>("status")?)
+            .ok_or_else(|| StoreError::Corrupt("withdrawal status".into()))?,
         amount: r.try_get("amount")?,
         currency: r.try_get("currency")?,
         bank_name: r.try_get("bank_name")?,
@@ -78,18 +71,9 @@ fn from_row(r: &AnyRow) -> StoreResult<Withdrawal> {
 /// A withdrawal to create, with the answer its idempotency key will replay.
 #[derive(Debug, Clone)]
 pub struct NewWithdrawal<'a> {
-    pub id: &'a str,
-    pub account_id: &'a str,
-    /// `pending`, or `awaiting_approval` above the account's threshold.
-    pub status: WithdrawalStatus,
-    pub amount: i64,
-    pub currency: &'a str,
-    pub bank_name: &'a str,
-    pub bank_code: &'a str,
-    pub account_number: &'a str,
-    pub account_name: &'a str,
-    pub provider: &'a str,
-    pub idempotency_key: &'a str,
+    /// The withdrawal as it will be stored: `pending`, or `awaiting_approval` above the
+    /// account's threshold; its idempotency key and creation time.
+    pub withdrawal: &'a Withdrawal,
     pub request_hash: &'a str,
     pub request_id: &'a str,
     /// The key that asked (audit).
@@ -98,7 +82,6 @@ pub struct NewWithdrawal<'a> {
     pub response: &'a Value,
     /// The approval request's reason (awaiting_approval only).
     pub approval_reason: &'a str,
-    pub now: i64,
 }
 
 /// A stored first answer (D9.1, D16.12).
@@ -304,37 +287,39 @@ impl Store {
 
     /// Creates a withdrawal under its idempotency key (see the module docs). An available
     /// balance below the amount → `InsufficientBalance`, nothing written (the key stays free).
-    pub async fn create_withdrawal(&self, w: &NewWithdrawal<'_>) -> StoreResult<Created> {
+    pub async fn create_withdrawal(&self, new: &NewWithdrawal<'_>) -> StoreResult<Created> {
+        let w = new.withdrawal;
+        let now = w.created_at;
         let mut tx = self.writer().begin().await?;
         if self.backend() == Backend::Postgres {
             // The one dialect branch: serialize an account's withdrawals so that each sees the
             // holds of those before it (SQLite's single writer does this by construction).
             sqlx::query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE")
-                .bind(w.account_id)
+                .bind(&w.account_id)
                 .execute(&mut *tx)
                 .await?;
         }
         sqlx::query("DELETE FROM idempotency_keys WHERE account_id = $1 AND idem_key = $2 AND expires_at <= $3")
-            .bind(w.account_id)
-            .bind(w.idempotency_key)
-            .bind(w.now)
+            .bind(&w.account_id)
+            .bind(&w.idempotency_key)
+            .bind(now)
             .execute(&mut *tx)
             .await?;
         let claimed = sqlx::query(
             "INSERT INTO idempotency_keys (account_id, idem_key, request_hash, status, original_request_id, created_at, \
              expires_at) VALUES ($1, $2, $3, 'in_flight', $4, $5, $6) ON CONFLICT (account_id, idem_key) DO NOTHING",
         )
-        .bind(w.account_id)
-        .bind(w.idempotency_key)
-        .bind(w.request_hash)
-        .bind(w.request_id)
-        .bind(w.now)
-        .bind(w.now + IDEMPOTENCY_TTL_MS)
+        .bind(&w.account_id)
+        .bind(&w.idempotency_key)
+        .bind(new.request_hash)
+        .bind(new.request_id)
+        .bind(now)
+        .bind(now + IDEMPOTENCY_TTL_MS)
         .execute(&mut *tx)
         .await?
         .rows_affected();
         if claimed != 1 {
-            let state = key_state(&mut tx, w.account_id, w.idempotency_key, w.request_hash, w.now).await?;
+            let state = key_state(&mut tx, &w.account_id, &w.idempotency_key, new.request_hash, now).await?;
             tx.rollback().await?;
             return Ok(Created::Key(state));
         }
@@ -342,8 +327,8 @@ impl Store {
             "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS available FROM ledger_entries \
              WHERE account_id = $1 AND settles_at <= $2",
         )
-        .bind(w.account_id)
-        .bind(w.now)
+        .bind(&w.account_id)
+        .bind(now)
         .fetch_one(&mut *tx)
         .await?
         .try_get("available")?;
@@ -360,46 +345,46 @@ impl Store {
              account_name, provider, idempotency_key, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)",
         )
-        .bind(w.id)
-        .bind(w.account_id)
+        .bind(&w.id)
+        .bind(&w.account_id)
         .bind(w.status.as_str())
         .bind(w.amount)
-        .bind(w.currency)
-        .bind(w.bank_name)
-        .bind(w.bank_code)
-        .bind(w.account_number)
-        .bind(w.account_name)
-        .bind(w.provider)
-        .bind(w.idempotency_key)
-        .bind(w.now)
+        .bind(&w.currency)
+        .bind(&w.bank_name)
+        .bind(&w.bank_code)
+        .bind(&w.account_number)
+        .bind(&w.account_name)
+        .bind(&w.provider)
+        .bind(&w.idempotency_key)
+        .bind(now)
         .execute(&mut *tx)
         .await?;
-        ledger_entry(&mut tx, w.account_id, kind::WITHDRAWAL_HOLD, -w.amount, w.id, w.now, w.now).await?;
+        ledger_entry(&mut tx, &w.account_id, kind::WITHDRAWAL_HOLD, -w.amount, &w.id, now, now).await?;
         if w.status == WithdrawalStatus::AwaitingApproval {
             sqlx::query(
                 "INSERT INTO approval_requests (id, account_id, entity_type, status, reason, request_payload, \
                  requested_by, created_at) VALUES ($1, $2, 'withdrawal', 'pending', $3, $4, NULL, $5)",
             )
             .bind(new_id())
-            .bind(w.account_id)
-            .bind(w.approval_reason)
+            .bind(&w.account_id)
+            .bind(new.approval_reason)
             .bind(json!({ "withdrawalId": w.id }).to_string())
-            .bind(w.now)
+            .bind(now)
             .execute(&mut *tx)
             .await?;
         } else {
-            jobs::enqueue(&mut tx, queue::PAYOUT, w.id, w.now, w.now).await?;
+            jobs::enqueue(&mut tx, queue::PAYOUT, &w.id, now, now).await?;
         }
         audit::record(
             &mut tx,
-            w.account_id,
+            &w.account_id,
             &Audit {
-                key_id: w.key_id,
-                request_id: Some(w.request_id.to_string()),
+                key_id: new.key_id,
+                request_id: Some(new.request_id.to_string()),
                 action: "withdrawal.create",
                 entity_type: "withdrawal",
-                entity_id: w.id,
-                summary: json!({"after": w.response}),
+                entity_id: &w.id,
+                summary: json!({"after": new.response}),
             },
         )
         .await?;
@@ -407,9 +392,9 @@ impl Store {
             "UPDATE idempotency_keys SET status = 'done', response_status = 201, response_body = $1 \
              WHERE account_id = $2 AND idem_key = $3",
         )
-        .bind(w.response.to_string())
-        .bind(w.account_id)
-        .bind(w.idempotency_key)
+        .bind(new.response.to_string())
+        .bind(&w.account_id)
+        .bind(&w.idempotency_key)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;

@@ -1,6 +1,8 @@
-//! Background workers (ARCHITECTURE "Store", D16.8, D16.22). Each worker claims one job at a
-//! time with a lease (`workers.lease_seconds`), so a job of a killed process is redone once its
-//! lease runs out, and every effect a job has is guarded so that redoing it changes nothing.
+//! Background workers (D16.8, D16.22). Work that outlives a request is a job row written in the
+//! same transaction as the change that caused it. Each worker claims one job at a time with a
+//! lease (`workers.lease_seconds`), so a job of a killed process is redone once its lease runs
+//! out, and every effect a job has is guarded so that redoing it changes nothing. A worker only
+//! claims, calls its flow's step (`crate::flows`) and does what the step says next.
 //! `try_execute_one` runs one due job (tests drain queues with it); `spawn` runs the loops
 //! until the token is cancelled, then hands claimed jobs back.
 pub mod charges;
@@ -15,7 +17,10 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::domain::time::now_ms;
+use crate::flows::Next;
 use crate::state::AppState;
+use crate::store::jobs::Job;
 
 /// The outcome of one `try_execute_one`: whether a job was found.
 pub type Step = Pin<Box<dyn Future<Output = anyhow::Result<bool>> + Send>>;
@@ -26,6 +31,18 @@ type Worker = (&'static str, fn(AppState) -> Step);
 /// The lease of a claim, milliseconds.
 pub(crate) fn lease_ms(state: &AppState) -> i64 {
     i64::try_from(state.config.workers.lease_seconds.saturating_mul(1000)).unwrap_or(30_000).max(1_000)
+}
+
+/// Ends a claimed job, or hands it back to run again, as the flow's step said.
+async fn follow(state: &AppState, job: &Job, next: Next) -> anyhow::Result<()> {
+    match next {
+        Next::Done => state.store.finish_job(job).await?,
+        Next::Later { delay_ms, not_after, error } => {
+            let run_at = (now_ms() + delay_ms).min(not_after.unwrap_or(i64::MAX));
+            state.store.reschedule_job(job, &state.worker_id, run_at, delay_ms, error.as_deref()).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Starts every worker loop. Two loops per queue, so one slow provider call does not hold up

@@ -7,21 +7,16 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::tickets::TicketOut;
 use super::{campaign_filter, optional, pagination, reject_if_any, PageParams};
-use crate::domain::campaigns::{CampaignStatus, CampaignType};
-use crate::domain::check::{self, Check};
-use crate::domain::is_uuid;
-use crate::domain::money::{from_ghs, to_ghs};
-use crate::domain::payments::{new_reference, parse_channel, TransactionType, TxStatus, CURRENCY};
-use crate::domain::time::{now_ms, rfc3339};
+use crate::domain::money::to_ghs;
+use crate::domain::payments::{parse_checkout, parse_routed, TransactionType, TxStatus, CURRENCY};
+use crate::domain::time::rfc3339;
+use crate::flows::{checkout, fulfilment};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::{ApiError, ApiResult, Detail};
-use crate::http::extract::{scope, ApiJson, ApiQuery, Caller, Signed};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{parse_json_value, scope, ApiJson, ApiQuery, Signed};
 use crate::http::openapi::{BodyErrors, Conflict, NotFound, ProviderErrors, QueryErrors, SignedErrors};
-use crate::payments::{confirm, fee_policy, payments_settings, routes, ConfirmError};
-use crate::providers::payments::{adapter, ChargeRequest, ProviderError};
 use crate::state::AppState;
-use crate::store::payments::{NewTransaction, Transaction, TransactionQuery};
-use crate::workers::charges::first_poll_ms;
+use crate::store::payments::{Transaction, TransactionQuery};
 
 /// Form 1 of `POST /payments/initialize`: a ticket checkout priced by the server.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -173,7 +168,7 @@ pub struct PaymentOut {
 }
 
 fn payment_out(t: Transaction, tickets: Vec<TicketOut>, donation: Option<String>) -> PaymentOut {
-    let votes = (t.transaction_type == "vote").then(|| VotesOut {
+    let votes = (t.transaction_type == TransactionType::Vote).then(|| VotesOut {
         participant_id: t.participant_id.clone().unwrap_or_default(),
         count: if t.fulfilled { t.quantity } else { 0 },
     });
@@ -188,8 +183,8 @@ fn payment_out(t: Transaction, tickets: Vec<TicketOut>, donation: Option<String>
         votes,
         tickets,
         reference: t.reference,
-        transaction_type: t.transaction_type,
-        status: t.status,
+        transaction_type: t.transaction_type.as_str().into(),
+        status: t.status.as_str().into(),
         currency: t.currency,
         provider: t.provider,
         channel: t.channel,
@@ -207,294 +202,12 @@ fn payment_out(t: Transaction, tickets: Vec<TicketOut>, donation: Option<String>
 /// A transaction with what it fulfilled, as the reads show it.
 async fn read_payment(state: &AppState, t: Transaction) -> Result<PaymentOut, ApiError> {
     let tickets = state.store.tickets_of(&t.reference).await?.into_iter().map(Into::into).collect();
-    let donation = if t.transaction_type == "donation" { state.store.donation_of(&t.reference).await? } else { None };
-    Ok(payment_out(t, tickets, donation))
-}
-
-/// A validated order, before the catalogue prices it.
-struct Order {
-    kind: TransactionType,
-    campaign_id: String,
-    ticket_type_id: Option<String>,
-    participant_id: Option<String>,
-    /// Tickets asked for.
-    quantity: i64,
-    /// Form 2's amount (the price), pesewas.
-    amount: Option<i64>,
-    email: String,
-    phone: Option<String>,
-    full_name: Option<String>,
-    callback_url: Option<String>,
-    channel: &'static str,
-    metadata: Value,
-    description: Option<String>,
-    /// How the body named the campaign and the quantity, for error details.
-    campaign_field: &'static str,
-    quantity_field: &'static str,
-}
-
-fn required<'a>(check: &mut Check, field: &str, v: &'a Option<String>) -> Option<&'a str> {
-    if v.is_none() {
-        check.fail(field, "is required");
-    }
-    v.as_deref()
-}
-
-fn uuid_field(check: &mut Check, field: &str, v: Option<&str>) -> Option<String> {
-    match v {
-        Some(s) if is_uuid(s) => Some(s.to_string()),
-        Some(_) => {
-            check.fail(field, "must be a UUID");
-            None
-        }
-        None => None,
-    }
-}
-
-fn quantity(check: &mut Check, field: &str, v: Option<&Value>, default: Option<i64>) -> i64 {
-    match (v, default) {
-        (None, Some(d)) => d,
-        (None, None) => {
-            check.fail(field, "is required");
-            1
-        }
-        (Some(v), _) => match v.as_i64() {
-            Some(n) if (1..=100).contains(&n) => n,
-            _ => {
-                check.fail(field, "must be a whole number from 1 to 100");
-                1
-            }
-        },
-    }
-}
-
-fn metadata(check: &mut Check, v: &Option<Value>) -> Value {
-    match v {
-        None => Value::Object(Default::default()),
-        Some(m) => {
-            check.take(check::free_object("metadata", m));
-            m.clone()
-        }
-    }
-}
-
-fn full_name(check: &mut Check, field: &str, v: Option<&Value>) -> Option<String> {
-    match v {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => check.take(check::text(field, s, 1, 255)),
-        Some(_) => {
-            check.fail(field, "must be a string");
-            None
-        }
-    }
-}
-
-fn checkout(body: Value) -> Result<Order, ApiError> {
-    let f: CheckoutIn = crate::http::extract::parse_json_value(body)?;
-    let mut check = Check::new();
-    let asked = required(&mut check, "campaign_id", &f.campaign_id);
-    let campaign_id = uuid_field(&mut check, "campaign_id", asked);
-    let asked = required(&mut check, "ticket_id", &f.ticket_id);
-    let ticket_type_id = uuid_field(&mut check, "ticket_id", asked);
-    let email = required(&mut check, "email", &f.email).and_then(|e| check.take(check::email("email", e)));
-    let quantity = quantity(&mut check, "quantity", f.quantity.as_ref(), None);
-    let full_name = full_name(&mut check, "full_name", f.full_name.as_ref().map(|s| Value::String(s.clone())).as_ref());
-    let callback_url = f.callback_url.as_deref().and_then(|u| check.take(check::url("callbackUrl", u, false)));
-    let metadata = metadata(&mut check, &f.metadata);
-    check.finish()?;
-    Ok(Order {
-        kind: TransactionType::Ticket,
-        campaign_id: campaign_id.unwrap_or_default(),
-        ticket_type_id,
-        participant_id: None,
-        quantity,
-        amount: None,
-        email: email.unwrap_or_default(),
-        phone: None,
-        full_name,
-        callback_url,
-        channel: "web",
-        metadata,
-        description: None,
-        campaign_field: "campaign_id",
-        quantity_field: "quantity",
-    })
-}
-
-fn routed(body: Value) -> Result<Order, ApiError> {
-    let f: RoutedIn = crate::http::extract::parse_json_value(body)?;
-    let mut check = Check::new();
-    let kind = required(&mut check, "transactionType", &f.transaction_type)
-        .and_then(|t| check.take(TransactionType::parse("transactionType", t)));
-    let amount = match &f.amount {
-        None => {
-            check.fail("amount", "is required");
-            None
-        }
-        Some(v) => match check.take(from_ghs("amount", v)) {
-            Some(0) => {
-                check.fail("amount", "must be greater than 0");
-                None
-            }
-            other => other,
-        },
-    };
-    let email = required(&mut check, "email", &f.email).and_then(|e| check.take(check::email("email", e)));
-    let phone =
-        required(&mut check, "phoneNumber", &f.phone_number).and_then(|p| check.take(check::phone("phoneNumber", p)));
-    let callback_url = required(&mut check, "callbackUrl", &f.callback_url)
-        .and_then(|u| check.take(check::url("callbackUrl", u, false)));
-    let channel = match f.channel.as_deref() {
-        None => Some("web"),
-        Some(c) => check.take(parse_channel("channel", c)),
-    };
-    let description = f.description.as_deref().and_then(|d| check.take(check::text("description", d, 0, 500)));
-    let metadata = metadata(&mut check, &f.metadata);
-    let meta = |k: &str| metadata.get(k).and_then(Value::as_str).map(str::to_string);
-    let campaign_id = meta("campaignId");
-    if campaign_id.is_none() {
-        check.fail("metadata.campaignId", "is required");
-    }
-    let campaign_id = uuid_field(&mut check, "metadata.campaignId", campaign_id.as_deref());
-    let (mut ticket_type_id, mut participant_id, mut quantity_asked, mut name) = (None, None, 1, None);
-    match kind {
-        Some(TransactionType::Vote) => {
-            let p = meta("participantId");
-            if p.is_none() {
-                check.fail("metadata.participantId", "is required for a vote");
-            }
-            participant_id = uuid_field(&mut check, "metadata.participantId", p.as_deref());
-        }
-        Some(TransactionType::Ticket) => {
-            let t = meta("ticketTypeId");
-            if t.is_none() {
-                check.fail("metadata.ticketTypeId", "is required for a ticket");
-            }
-            ticket_type_id = uuid_field(&mut check, "metadata.ticketTypeId", t.as_deref());
-            quantity_asked = quantity(&mut check, "metadata.quantity", metadata.get("quantity"), Some(1));
-            name = full_name(&mut check, "metadata.full_name", metadata.get("full_name"));
-        }
-        _ => {}
-    }
-    check.finish()?;
-    Ok(Order {
-        kind: kind.unwrap_or(TransactionType::Donation),
-        campaign_id: campaign_id.unwrap_or_default(),
-        ticket_type_id,
-        participant_id,
-        quantity: quantity_asked,
-        amount,
-        email: email.unwrap_or_default(),
-        phone,
-        full_name: name,
-        callback_url,
-        channel: channel.unwrap_or("web"),
-        metadata,
-        description,
-        campaign_field: "metadata.campaignId",
-        quantity_field: "metadata.quantity",
-    })
-}
-
-/// A `callbackUrl` must be https on an approved domain of the account; http and loopback are
-/// allowed only where the platform allows private endpoints (dev and demo). No open redirect.
-async fn check_callback(state: &AppState, caller: &Caller, url: &str) -> Result<(), ApiError> {
-    let bad = || ApiError::field("callbackUrl", "must be an https URL on an approved domain of the account");
-    let parsed = url::Url::parse(url).map_err(|_| bad())?;
-    let host = parsed.host_str().ok_or_else(bad)?.trim_end_matches('.').to_ascii_lowercase();
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(bad());
-    }
-    let local = matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]");
-    if state.config.security.allow_private_endpoints && local && matches!(parsed.scheme(), "http" | "https") {
-        return Ok(());
-    }
-    if parsed.scheme() != "https" {
-        return Err(bad());
-    }
-    let view = state.directory.account_view(&caller.account_id).await?;
-    if view.domains.iter().any(|d| d.verified && d.hostname.eq_ignore_ascii_case(&host)) {
-        Ok(())
+    let donation = if t.transaction_type == TransactionType::Donation {
+        state.store.donation_of(&t.reference).await?
     } else {
-        Err(bad())
-    }
-}
-
-/// What the catalogue says an order costs and fulfils.
-struct Priced {
-    price: i64,
-    quantity: i64,
-}
-
-fn field_error(field: &str, message: &str) -> ApiError {
-    ApiError::field(field, message)
-}
-
-/// Prices an order against the catalogue (D5.2–3): campaign approved and running, of the right
-/// type; ticket type active and of that campaign; participant of that campaign; amounts exact.
-async fn price(state: &AppState, account: &str, o: &Order) -> Result<Priced, ApiError> {
-    let campaign = state.store.campaign(account, &o.campaign_id).await?;
-    let wanted = match o.kind {
-        TransactionType::Ticket => CampaignType::Ticketing,
-        TransactionType::Vote => CampaignType::Voting,
-        TransactionType::Donation => CampaignType::Donation,
+        None
     };
-    if campaign.campaign_type != wanted {
-        return Err(field_error(o.campaign_field, &format!("must be a {} campaign", wanted.as_str())));
-    }
-    if campaign.status != CampaignStatus::Approved {
-        return Err(ApiError::conflict("the campaign is not approved"));
-    }
-    let now = now_ms();
-    if now < campaign.start_date || now > campaign.end_date {
-        return Err(ApiError::conflict("the campaign is not running (outside its start and end dates)"));
-    }
-    match o.kind {
-        TransactionType::Ticket => {
-            let id = o.ticket_type_id.as_deref().unwrap_or_default();
-            let tt = state.store.ticket_type(account, id).await?;
-            if tt.campaign_id != campaign.id {
-                return Err(ApiError::not_found("ticket type"));
-            }
-            if tt.status != "active" {
-                return Err(ApiError::conflict("this ticket type is not on sale"));
-            }
-            if o.quantity > tt.max_per_person {
-                return Err(field_error(
-                    o.quantity_field,
-                    &format!("must be at most {} (max_per_person)", tt.max_per_person),
-                ));
-            }
-            let price = tt.price * o.quantity;
-            if o.amount.is_some_and(|a| a != price) {
-                return Err(field_error("amount", &format!("must equal quantity × price = {}", to_ghs(price))));
-            }
-            Ok(Priced { price, quantity: o.quantity })
-        }
-        TransactionType::Vote => {
-            let id = o.participant_id.as_deref().unwrap_or_default();
-            let p = state.store.participant(account, id).await?;
-            if p.campaign_id != campaign.id {
-                return Err(ApiError::not_found("participant"));
-            }
-            if p.status != "active" {
-                return Err(ApiError::conflict("this participant does not take votes"));
-            }
-            let vote_price = campaign
-                .vote_price
-                .filter(|v| *v > 0)
-                .ok_or_else(|| ApiError::conflict("the campaign has no vote_price"))?;
-            let amount = o.amount.unwrap_or_default();
-            if amount % vote_price != 0 {
-                return Err(field_error(
-                    "amount",
-                    &format!("must be a whole multiple of the vote price {}", to_ghs(vote_price)),
-                ));
-            }
-            Ok(Priced { price: amount, quantity: amount / vote_price })
-        }
-        TransactionType::Donation => Ok(Priced { price: o.amount.unwrap_or_default(), quantity: 1 }),
-    }
+    Ok(payment_out(t, tickets, donation))
 }
 
 /// POST /api/white-label/v1/payments/initialize — Signed — payments:write
@@ -517,118 +230,32 @@ pub async fn initialize(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<InitializeOut> {
     let order = if body.get("transactionType").is_some() {
-        routed(body)?
+        parse_json_value::<RoutedIn>(body.clone())?;
+        parse_routed(&body)?
     } else if body.get("campaign_id").is_some() || body.get("ticket_id").is_some() {
-        checkout(body)?
+        parse_json_value::<CheckoutIn>(body.clone())?;
+        parse_checkout(&body)?
     } else {
-        return Err(ApiError::validation(vec![Detail {
-            field: "transactionType".into(),
-            message: "is required (or campaign_id and ticket_id for a ticket checkout)".into(),
-        }]));
+        return Err(ApiError::field(
+            "transactionType",
+            "is required (or campaign_id and ticket_id for a ticket checkout)",
+        ));
     };
-    if let Some(url) = &order.callback_url {
-        check_callback(&state, &caller, url).await?;
-    }
-    let account: &str = &caller.account_id;
-    let priced = price(&state, account, &order).await?;
-    let settings = payments_settings(&state, account).await?;
-    let quote = fee_policy(&state, &settings).quote(priced.price);
-    let now = now_ms();
-    let mut t = NewTransaction {
-        reference: new_reference(),
-        account_id: account.to_string(),
-        transaction_type: order.kind,
-        amount: quote.amount,
-        fees: quote.fees,
-        price: quote.price,
-        currency: CURRENCY.to_string(),
-        provider: None,
-        channel: order.channel.to_string(),
-        email: order.email,
-        phone: order.phone,
-        full_name: order.full_name,
-        callback_url: order.callback_url,
-        description: order.description,
-        campaign_id: order.campaign_id,
-        ticket_type_id: order.ticket_type_id,
-        participant_id: order.participant_id,
-        quantity: priced.quantity,
-        metadata: order.metadata,
-        hold_expires_at: now
-            + i64::try_from(state.config.payments.hold_seconds.saturating_mul(1000)).unwrap_or(i64::MAX / 2),
-    };
-    if quote.amount == 0 {
-        state.store.complete_free(&t, now).await?;
-        let tickets = state.store.tickets_of(&t.reference).await?.into_iter().map(Into::into).collect();
-        return Ok(ApiResponse::ok(InitializeOut {
-            reference: t.reference,
-            status: TxStatus::Success.as_str().into(),
-            transaction_type: order.kind.as_str().into(),
-            provider: None,
-            authorization_url: None,
-            access_code: None,
-            amount: to_ghs(0),
-            fees: to_ghs(0),
-            currency: CURRENCY.into(),
-            expires_at: None,
-            gateway_meta: GatewayMeta { payment_provider: None },
-            tickets,
-        }));
-    }
-    let candidates = routes(&state, account, &settings, order.channel);
-    let Some(first) = candidates.first() else {
-        return Err(ApiError::provider_unavailable("no payment provider is configured for this account"));
-    };
-    t.provider = Some(first.provider.as_str().to_string());
-    state.store.open_transaction(&t, now + first_poll_ms(&state), now).await?;
-    let request = ChargeRequest {
-        reference: &t.reference,
-        amount: t.amount,
-        currency: CURRENCY,
-        email: &t.email,
-        callback_url: t.callback_url.as_deref(),
-        metadata: &t.metadata,
-    };
-    let mut last_error = None;
-    for route in &candidates {
-        match adapter(route.provider).initialize(&state.outbound, &route.credentials, &request).await {
-            Ok(init) => {
-                let provider = route.provider.as_str();
-                state
-                    .store
-                    .attach_charge(&t.reference, provider, &init.authorization_url, &init.access_code, now_ms())
-                    .await?;
-                return Ok(ApiResponse::ok(InitializeOut {
-                    reference: t.reference.clone(),
-                    status: TxStatus::Pending.as_str().into(),
-                    transaction_type: order.kind.as_str().into(),
-                    provider: Some(provider.into()),
-                    authorization_url: Some(init.authorization_url),
-                    access_code: Some(init.access_code),
-                    amount: to_ghs(t.amount),
-                    fees: to_ghs(t.fees),
-                    currency: CURRENCY.into(),
-                    expires_at: Some(rfc3339(t.hold_expires_at)),
-                    gateway_meta: GatewayMeta { payment_provider: Some(provider.into()) },
-                    tickets: Vec::new(),
-                }));
-            }
-            Err(e) => {
-                tracing::warn!(provider = route.provider.as_str(), error = %e, "charge initialization failed");
-                let transient = e.is_transient();
-                last_error = Some(e);
-                if !transient {
-                    break;
-                }
-            }
-        }
-    }
-    state.store.drop_transaction(&t.reference, now_ms()).await?;
-    Err(ApiError::provider_unavailable(match last_error {
-        Some(ProviderError::Unreachable(_)) | None => {
-            "no payment provider could be reached; nothing was reserved".to_string()
-        }
-        Some(e) => format!("the payment provider refused the charge ({e}); nothing was reserved"),
+    let done = checkout::initialize(&state, &caller.account_id, order).await?;
+    let provider = done.provider.map(str::to_string);
+    Ok(ApiResponse::ok(InitializeOut {
+        reference: done.reference,
+        status: done.status.as_str().into(),
+        transaction_type: done.kind.as_str().into(),
+        provider: provider.clone(),
+        authorization_url: done.authorization_url,
+        access_code: done.access_code,
+        amount: to_ghs(done.amount),
+        fees: to_ghs(done.fees),
+        currency: CURRENCY.into(),
+        expires_at: done.expires_at.map(rfc3339),
+        gateway_meta: GatewayMeta { payment_provider: provider },
+        tickets: done.tickets.into_iter().map(Into::into).collect(),
     }))
 }
 
@@ -658,13 +285,7 @@ pub async fn verify(
     let Some(reference) = body.reference else {
         return Err(ApiError::field("reference", "is required"));
     };
-    let t = state.store.transaction(&caller.account_id, &reference).await?;
-    match confirm(&state, &t).await {
-        Ok(_) => {}
-        Err(ConfirmError::Store(e)) => return Err(e.into()),
-        Err(e) => return Err(ApiError::provider_unavailable(format!("could not verify with the provider: {e}"))),
-    }
-    let t = state.store.transaction(&caller.account_id, &reference).await?;
+    let t = fulfilment::verify(&state, &caller.account_id, &reference).await?;
     Ok(ApiResponse::ok(read_payment(&state, t).await?))
 }
 

@@ -15,21 +15,20 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{optional, pagination, reject_if_any, PageParams};
-use crate::domain::money::{from_ghs, to_ghs};
-use crate::domain::payments::CURRENCY;
+use crate::domain::is_uuid;
+use crate::domain::money::to_ghs;
 use crate::domain::scopes::CAPABILITY_WITHDRAWALS;
-use crate::domain::time::{now_ms, rfc3339};
+use crate::domain::time::rfc3339;
 use crate::domain::withdrawals::{
-    needs_approval, parse_idempotency_key, parse_request, request_hash, WithdrawalStatus, IDEMPOTENCY_HEADER,
+    parse_idempotency_key, parse_request, request_hash, WithdrawalStatus, IDEMPOTENCY_HEADER,
 };
-use crate::domain::{is_uuid, new_id};
+use crate::flows::payouts::{self, Requested};
 use crate::http::envelope::{request_id, ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{parse_json_value, scope, ApiJson, ApiQuery, Signed};
 use crate::http::openapi::{BodyErrors, NotFound, ProviderErrors, QueryErrors, SignedErrors, WithdrawalConflict};
-use crate::payments::{payments_settings, payout_route};
 use crate::state::AppState;
-use crate::store::withdrawals::{Created, KeyState, NewWithdrawal, StoredResponse, Withdrawal};
+use crate::store::withdrawals::{KeyState, StoredResponse, Withdrawal};
 
 /// Body of `POST /withdrawals` (spec "Withdrawal").
 #[derive(Debug, Deserialize, ToSchema)]
@@ -77,7 +76,7 @@ impl From<Withdrawal> for WithdrawalOut {
     fn from(w: Withdrawal) -> Self {
         WithdrawalOut {
             id: w.id,
-            status: w.status,
+            status: w.status.as_str().into(),
             amount: to_ghs(w.amount),
             bank_name: w.bank_name,
             bank_code: w.bank_code,
@@ -123,17 +122,6 @@ fn answer(state: KeyState) -> Result<Response, ApiError> {
         // The claim lost and the winner's row is gone again (expired meanwhile): retry.
         KeyState::Free => Err(key_reused(true)),
     }
-}
-
-/// The account's approval threshold (`operations.withdrawalApprovalAbove`, GHS), in pesewas.
-async fn approval_threshold(state: &AppState, account_id: &str) -> Result<Option<i64>, ApiError> {
-    let settings = state.store.settings(account_id).await?;
-    Ok(settings
-        .iter()
-        .find(|(c, _)| c == "operations")
-        .and_then(|(_, config)| config.get("withdrawalApprovalAbove"))
-        .filter(|v| !v.is_null())
-        .and_then(|v| from_ghs("withdrawalApprovalAbove", v).ok()))
 }
 
 /// POST /api/white-label/v1/withdrawals — Signed, secret key only — withdrawals:write plus the
@@ -185,72 +173,21 @@ pub async fn create(
         .ok()
         .and_then(|k| parse_idempotency_key(k).ok())
         .ok_or_else(|| ApiError::field("X-Idempotency-Key", "must be 1 to 255 printable ASCII characters"))?;
-    let account: &str = &caller.account_id;
-    let hash = request_hash(&body);
-    match state.store.idempotency_key_state(account, &key, &hash, now_ms()).await? {
-        KeyState::Free => {}
-        known => return answer(known),
-    }
-    parse_json_value::<WithdrawalIn>(body.clone())?;
-    let req = parse_request(&body)?;
-    let settings = payments_settings(&state, account).await?;
-    let Some(route) = payout_route(&state, account, &settings) else {
-        return Err(ApiError::provider_unavailable(
-            "no payout provider is configured for this account; nothing was held",
-        ));
+    let ask = payouts::Ask {
+        account_id: &caller.account_id,
+        key_id: &caller.key_id,
+        request_id: &request_id(),
+        idempotency_key: &key,
+        request_hash: &request_hash(&body),
     };
-    let threshold = approval_threshold(&state, account).await?;
-    let status = if needs_approval(req.amount, threshold) {
-        WithdrawalStatus::AwaitingApproval
-    } else {
-        WithdrawalStatus::Pending
+    let parse = || -> Result<_, ApiError> {
+        parse_json_value::<WithdrawalIn>(body.clone())?;
+        Ok(parse_request(&body)?)
     };
-    let now = now_ms();
-    let id = new_id();
-    let out = WithdrawalOut {
-        id: id.clone(),
-        status: status.as_str().into(),
-        amount: to_ghs(req.amount),
-        bank_name: req.bank_name.clone(),
-        bank_code: req.bank_code.clone(),
-        account_number: req.account_number.clone(),
-        account_name: req.account_name.clone(),
-        failure_reason: None,
-        created_at: rfc3339(now),
-        updated_at: rfc3339(now),
-    };
-    let data = serde_json::to_value(&out).map_err(ApiError::internal)?;
-    let reason = format!(
-        "withdrawal of {} GHS is above the approval threshold of {} GHS",
-        to_ghs(req.amount),
-        to_ghs(threshold.unwrap_or(0))
-    );
-    let rid = request_id();
-    let created = state
-        .store
-        .create_withdrawal(&NewWithdrawal {
-            id: &id,
-            account_id: account,
-            status,
-            amount: req.amount,
-            currency: CURRENCY,
-            bank_name: &req.bank_name,
-            bank_code: &req.bank_code,
-            account_number: &req.account_number,
-            account_name: &req.account_name,
-            provider: route.provider.as_str(),
-            idempotency_key: &key,
-            request_hash: &hash,
-            request_id: &rid,
-            key_id: Some(&caller.key_id),
-            response: &data,
-            approval_reason: &reason,
-            now,
-        })
-        .await?;
-    match created {
-        Created::Created => Ok(ApiResponse::created(data).into_response()),
-        Created::Key(state) => answer(state),
+    let render = |w: &Withdrawal| serde_json::to_value(WithdrawalOut::from(w.clone())).unwrap_or_default();
+    match payouts::request(&state, ask, parse, render).await? {
+        Requested::Created(data) => Ok(ApiResponse::created(data).into_response()),
+        Requested::Known(key) => answer(key),
     }
 }
 

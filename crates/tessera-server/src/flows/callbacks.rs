@@ -1,0 +1,125 @@
+//! Provider callbacks (D6, D16.7): the intake behind `POST /api/white-label/webhooks/:provider`
+//! and the reconciliation the webhook worker runs for each stored event.
+//!
+//! Intake ([`accept`]): the signature over the raw body bytes is checked before anything is
+//! stored, with the platform's shared secret or with the secret of the account that owns the
+//! event's reference (a charge's or a withdrawal's); the verified event is stored with its
+//! reconciliation job before the provider is answered (durable hand-off); a second delivery of
+//! the same event stores nothing.
+//!
+//! Reconciliation ([`reconcile`]): an event is only a trigger. A charge event asks the provider's
+//! verify API through [`fulfilment::confirm`]; a transfer event through [`payouts::reconcile`].
+//! An event naming a reference of another provider changes nothing.
+use secrecy::ExposeSecret;
+use serde_json::Value;
+
+use crate::domain::payments::retry_delay_ms;
+use crate::domain::time::now_ms;
+use crate::providers::payments::{adapter, ProviderId};
+use crate::state::AppState;
+use crate::store::webhooks::{NewWebhook, WebhookEvent};
+use crate::store::StoreError;
+
+use super::fulfilment::{self, ConfirmError};
+use super::payouts::{self, PayoutError};
+use super::routing::{credentials, payments_settings};
+use super::Next;
+
+/// Why a callback was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("the signature does not match")]
+    Signature,
+    #[error("{0}")]
+    Malformed(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Whether `signature` is the provider's signature of `body` with the platform's shared secret
+/// or with the secret of the account that owns the event's reference (D6.1).
+async fn signed_by_a_known_secret(state: &AppState, id: ProviderId, body: &[u8], signature: &str) -> bool {
+    let provider = adapter(id);
+    if let Some(shared) = state.config.providers.get(id.as_str()) {
+        let secret = shared.secret_key.expose_secret();
+        if !secret.is_empty() && provider.verify_signature(secret.as_bytes(), body, signature) {
+            return true;
+        }
+    }
+    // The account's own secret: found through the reference the (not yet trusted) body names.
+    let reference = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("data")?.get("reference")?.as_str().map(str::to_string));
+    let Some(reference) = reference else { return false };
+    // A charge's reference, or a transfer's (the withdrawal id, D14.1).
+    let account_id = match state.store.transaction_by_reference(&reference).await {
+        Ok(Some(t)) => t.account_id,
+        Ok(None) => match state.store.withdrawal_by_id(&reference).await {
+            Ok(Some(w)) => w.account_id,
+            _ => return false,
+        },
+        Err(_) => return false,
+    };
+    let Ok(settings) = payments_settings(state, &account_id).await else { return false };
+    // An account on the shared defaults signs with the platform's secret, already tried above.
+    if settings.use_shared_defaults {
+        return false;
+    }
+    credentials(state, &account_id, &settings, id)
+        .is_some_and(|c| provider.verify_signature(c.secret_key.expose_secret().as_bytes(), body, signature))
+}
+
+/// Verifies and stores one callback (see the module docs). Returns whether it was new (false for
+/// a second delivery of a stored event).
+pub async fn accept(state: &AppState, id: ProviderId, body: &[u8], signature: &str) -> Result<bool, Refused> {
+    if !signed_by_a_known_secret(state, id, body, signature).await {
+        tracing::warn!(provider = id.as_str(), "webhook with a wrong signature refused");
+        return Err(Refused::Signature);
+    }
+    let event =
+        adapter(id).parse_event(body).map_err(|e| Refused::Malformed(format!("not a {} event: {e}", id.as_str())))?;
+    let payload = std::str::from_utf8(body).map_err(|_| Refused::Malformed("the body is not UTF-8".into()))?;
+    let new = NewWebhook {
+        provider: id.as_str(),
+        event_key: event.event_key(),
+        event: event.event,
+        reference: event.reference,
+        payload: payload.to_string(),
+    };
+    let stored = state.webhooks.write(new).await?;
+    tracing::debug!(provider = id.as_str(), duplicate = !stored, "webhook stored");
+    Ok(stored)
+}
+
+/// Reconciles one stored event (see the module docs) and records its outcome; `step_ms` is its
+/// job's last delay. A provider that could not be reached asks the worker to come back.
+pub async fn reconcile(state: &AppState, event: &WebhookEvent, step_ms: i64) -> Result<Next, StoreError> {
+    let retry = |e: &dyn std::fmt::Display| {
+        tracing::warn!(event = %event.id, error = %e, "provider unreachable; the event is retried");
+        Ok(Next::Later { delay_ms: retry_delay_ms(step_ms), not_after: None, error: Some(e.to_string()) })
+    };
+    let outcome = match event.event.as_str() {
+        "charge.success" | "charge.failed" => match state.store.transaction_by_reference(&event.reference).await? {
+            None => "unknown_reference".to_string(),
+            Some(t) if t.provider.as_deref() != Some(event.provider.as_str()) => "provider_mismatch".to_string(),
+            Some(t) => match fulfilment::confirm(state, &t).await {
+                Ok(c) => c.as_str().to_string(),
+                Err(ConfirmError::Provider(e)) if e.is_transient() => return retry(&e),
+                Err(e) => format!("error: {e}"),
+            },
+        },
+        "transfer.success" | "transfer.failed" => match state.store.withdrawal_by_id(&event.reference).await? {
+            None => "unknown_reference".to_string(),
+            Some(w) if w.provider != event.provider => "provider_mismatch".to_string(),
+            Some(w) => match payouts::reconcile(state, &w).await {
+                Ok(o) => o.as_str().to_string(),
+                Err(PayoutError::Provider(e)) if e.is_transient() => return retry(&e),
+                Err(e) => format!("error: {e}"),
+            },
+        },
+        _ => "ignored".to_string(),
+    };
+    tracing::info!(provider = %event.provider, event = %event.event, outcome = %outcome, "webhook reconciled");
+    state.store.finish_webhook(&event.id, &outcome, now_ms()).await?;
+    Ok(Next::Done)
+}

@@ -1,0 +1,297 @@
+//! Payouts (D9.1, D14.1, D16.5, D16.8, D16.12–13): a withdrawal from the request to the money
+//! leaving, or coming back.
+//!
+//! [`request`]: under the caller's idempotency key, a known key is answered first (the stored
+//! first answer again, or 409 for another body) before the body is even checked; then the
+//! account must have a payout provider (502 otherwise, nothing held); the withdrawal is
+//! `awaiting_approval` when its amount is above `operations.withdrawalApprovalAbove`, else
+//! `pending`; the store writes it, its hold, its payout job or approval request, its audit
+//! entry and the answer to replay in one transaction (insufficient balance → 409, nothing
+//! written, the key stays free).
+//!
+//! [`step`] (the payout worker, per claimed job) and [`reconcile`] (a transfer callback):
+//! - a `pending` withdrawal: the provider is first asked for a transfer with the reference (the
+//!   withdrawal id) and one that exists is adopted; only then is a transfer created (a
+//!   `Duplicate` answer is adopted too). So a crash between the provider's answer and the move
+//!   to `processing` is redone without paying twice. The move to `processing` is conditional;
+//! - a `processing` withdrawal is polled with the verify API `payments.verify_interval_seconds`
+//!   after its creation, then at doubling intervals up to 5 minutes, until it ends;
+//! - the provider's `success` completes it (release + debit), `failed` fails it (release); both
+//!   in one transaction that also ends the job, from an open state only;
+//! - provider errors retry at doubling delays from 1 s to 60 s; a provider unreachable for 24 h
+//!   fails a withdrawal whose transfer was never created, and releases its hold; a provider that
+//!   refuses the transfer itself (a 4xx) fails it at once (nothing was paid).
+//!
+//! Transfer webhooks are a trigger to ask the verify API, never proof on their own (D6.2–3).
+use serde_json::Value;
+
+use crate::domain::money::{from_ghs, to_ghs};
+use crate::domain::new_id;
+use crate::domain::payments::{next_poll_delay_ms, retry_delay_ms, CURRENCY};
+use crate::domain::time::now_ms;
+use crate::domain::withdrawals::{needs_approval, WithdrawalRequest, WithdrawalStatus, PROVIDER_DOWN_LIMIT_MS};
+use crate::providers::payments::{adapter, ProviderError, ProviderId, RemoteStatus, TransferRequest, TransferState};
+use crate::state::AppState;
+use crate::store::withdrawals::{Created, KeyState, NewWithdrawal, Withdrawal};
+use crate::store::StoreError;
+
+use super::checkout::first_poll_ms;
+use super::routing::{credentials_now, payments_settings, payout_route};
+use super::{FlowError, Next};
+
+/// A withdrawal asked for under an idempotency key.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    pub account_id: &'a str,
+    /// The key that asked (audit).
+    pub key_id: &'a str,
+    pub request_id: &'a str,
+    pub idempotency_key: &'a str,
+    /// The canonical body's hash the key is bound to.
+    pub request_hash: &'a str,
+}
+
+/// What a withdrawal request led to.
+#[derive(Debug)]
+pub enum Requested {
+    /// Created now: the answer's `data` (also stored for replays).
+    Created(Value),
+    /// The key was known: its stored answer, or why it cannot be used (see [`KeyState`]).
+    Known(KeyState),
+}
+
+/// The account's approval threshold (`operations.withdrawalApprovalAbove`, GHS), in pesewas.
+async fn approval_threshold(state: &AppState, account_id: &str) -> Result<Option<i64>, StoreError> {
+    let settings = state.store.settings(account_id).await?;
+    Ok(settings
+        .iter()
+        .find(|(c, _)| c == "operations")
+        .and_then(|(_, config)| config.get("withdrawalApprovalAbove"))
+        .filter(|v| !v.is_null())
+        .and_then(|v| from_ghs("withdrawalApprovalAbove", v).ok()))
+}
+
+/// Asks for a withdrawal (see the module docs). `parse` checks the body, after the key's state
+/// was read; `render` makes the answer's `data` from the new withdrawal.
+pub async fn request<E: From<FlowError>>(
+    state: &AppState,
+    ask: Ask<'_>,
+    parse: impl FnOnce() -> Result<WithdrawalRequest, E>,
+    render: impl FnOnce(&Withdrawal) -> Value,
+) -> Result<Requested, E> {
+    let store_error = |e: StoreError| E::from(FlowError::Store(e));
+    let now = now_ms();
+    match state.store.idempotency_key_state(ask.account_id, ask.idempotency_key, ask.request_hash, now).await {
+        Ok(KeyState::Free) => {}
+        Ok(known) => return Ok(Requested::Known(known)),
+        Err(e) => return Err(store_error(e)),
+    }
+    let req = parse()?;
+    let settings = payments_settings(state, ask.account_id).await.map_err(store_error)?;
+    let Some(route) = payout_route(state, ask.account_id, &settings) else {
+        let message = "no payout provider is configured for this account; nothing was held";
+        return Err(E::from(FlowError::ProviderUnavailable(message.into())));
+    };
+    let threshold = approval_threshold(state, ask.account_id).await.map_err(store_error)?;
+    let status = if needs_approval(req.amount, threshold) {
+        WithdrawalStatus::AwaitingApproval
+    } else {
+        WithdrawalStatus::Pending
+    };
+    let now = now_ms();
+    let w = Withdrawal {
+        id: new_id(),
+        account_id: ask.account_id.to_string(),
+        status,
+        amount: req.amount,
+        currency: CURRENCY.to_string(),
+        bank_name: req.bank_name,
+        bank_code: req.bank_code,
+        account_number: req.account_number,
+        account_name: req.account_name,
+        provider: route.provider.as_str().to_string(),
+        failure_reason: None,
+        idempotency_key: ask.idempotency_key.to_string(),
+        transfer_created: false,
+        provider_down_since: None,
+        created_at: now,
+        updated_at: now,
+    };
+    let data = render(&w);
+    let reason = format!(
+        "withdrawal of {} GHS is above the approval threshold of {} GHS",
+        to_ghs(w.amount),
+        to_ghs(threshold.unwrap_or(0))
+    );
+    let new = NewWithdrawal {
+        withdrawal: &w,
+        request_hash: ask.request_hash,
+        request_id: ask.request_id,
+        key_id: Some(ask.key_id),
+        response: &data,
+        approval_reason: &reason,
+    };
+    match state.store.create_withdrawal(&new).await.map_err(store_error)? {
+        Created::Created => Ok(Requested::Created(data)),
+        Created::Key(key) => Ok(Requested::Known(key)),
+    }
+}
+
+/// Why a payout step could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PayoutError {
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the payout provider {0} is not configured for this account")]
+    NotConfigured(String),
+}
+
+impl PayoutError {
+    /// Worth retrying later (the provider may come back, or be configured again).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            PayoutError::Provider(e) => e.is_transient(),
+            PayoutError::NotConfigured(_) => true,
+            PayoutError::Store(_) => true,
+        }
+    }
+}
+
+/// Where a withdrawal stands after one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Completed,
+    Failed,
+    /// The transfer exists and is not settled yet.
+    Processing,
+    /// The provider knows no transfer for a withdrawal that is not pending (callbacks only).
+    UnknownTransfer,
+    /// Already ended, or awaiting approval: nothing to do.
+    Unchanged,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Completed => "withdrawal_completed",
+            Outcome::Failed => "withdrawal_failed",
+            Outcome::Processing => "processing",
+            Outcome::UnknownTransfer => "unknown_transfer",
+            Outcome::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// Applies the provider's view of the transfer: ends the withdrawal when the transfer did.
+async fn apply(state: &AppState, w: &Withdrawal, remote: &TransferState) -> Result<Outcome, PayoutError> {
+    let now = now_ms();
+    if remote.amount != w.amount {
+        // The reference is ours and unique at the provider; another amount means someone else
+        // created it. Never settle money on it: operators look at it.
+        tracing::error!(withdrawal = %w.id, expected = w.amount, reported = remote.amount, "transfer amount differs; left open");
+        return Ok(Outcome::Processing);
+    }
+    Ok(match remote.status {
+        RemoteStatus::Success => {
+            state.store.complete_withdrawal(&w.id, now).await?;
+            Outcome::Completed
+        }
+        RemoteStatus::Failed => {
+            let reason = remote.reason.clone().unwrap_or_else(|| "the provider reported the transfer failed".into());
+            state.store.fail_withdrawal(&w.id, &reason, now).await?;
+            Outcome::Failed
+        }
+        RemoteStatus::Pending => Outcome::Processing,
+    })
+}
+
+/// One step for a withdrawal: pay it out if pending (`may_create`), else ask the provider how
+/// its transfer stands; then apply the answer.
+async fn advance(state: &AppState, w: &Withdrawal, may_create: bool) -> Result<Outcome, PayoutError> {
+    if !w.status.is_payable() {
+        return Ok(Outcome::Unchanged);
+    }
+    let provider = ProviderId::parse(&w.provider).ok_or_else(|| PayoutError::NotConfigured(w.provider.clone()))?;
+    let creds = credentials_now(state, &w.account_id, provider)
+        .await?
+        .ok_or_else(|| PayoutError::NotConfigured(w.provider.clone()))?;
+    let api = adapter(provider);
+    let pending = w.status == WithdrawalStatus::Pending;
+    let remote = match api.verify_transfer(&state.outbound, &creds, &w.id).await {
+        // D16.13: a transfer with this reference exists (a crash after creating it): adopt it.
+        Ok(t) => t,
+        Err(ProviderError::NotFound) if pending && may_create => {
+            let request = TransferRequest {
+                reference: &w.id,
+                amount: w.amount,
+                currency: &w.currency,
+                account_name: &w.account_name,
+                account_number: &w.account_number,
+                bank_code: &w.bank_code,
+                bank_name: &w.bank_name,
+                reason: "Tessera withdrawal",
+            };
+            match api.create_transfer(&state.outbound, &creds, &request).await {
+                Ok(t) => t,
+                Err(ProviderError::Duplicate) => api.verify_transfer(&state.outbound, &creds, &w.id).await?,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ProviderError::NotFound) => return Ok(Outcome::UnknownTransfer),
+        Err(e) => return Err(e.into()),
+    };
+    if pending {
+        state.store.mark_processing(&w.id, now_ms()).await?;
+    } else {
+        state.store.note_provider_up(&w.id).await?;
+    }
+    apply(state, w, &remote).await
+}
+
+/// A transfer callback's reconciliation (D6.3): asks the provider, then completes or fails.
+pub async fn reconcile(state: &AppState, w: &Withdrawal) -> Result<Outcome, PayoutError> {
+    advance(state, w, false).await
+}
+
+/// The payout worker's step for a claimed job of withdrawal `w` (`step_ms`: the job's last
+/// delay): pays out or polls, and says when to come back.
+pub async fn step(state: &AppState, w: &Withdrawal, step_ms: i64) -> Result<Next, StoreError> {
+    let now = now_ms();
+    if !w.status.is_payable() {
+        return Ok(Next::Done);
+    }
+    match advance(state, w, true).await {
+        // Ended: the store ended the job with the change.
+        Ok(Outcome::Completed | Outcome::Failed | Outcome::Unchanged) => Ok(Next::Done),
+        // D16.5: polled on the charge schedule, counted from the transfer's creation.
+        Ok(Outcome::Processing | Outcome::UnknownTransfer) => Ok(Next::Later {
+            delay_ms: next_poll_delay_ms(first_poll_ms(state), step_ms),
+            not_after: None,
+            error: None,
+        }),
+        Err(e) if e.is_transient() => {
+            let since = state.store.note_provider_down(&w.id, now).await?;
+            if now - since >= PROVIDER_DOWN_LIMIT_MS && w.status == WithdrawalStatus::Pending {
+                tracing::warn!(withdrawal = %w.id, error = %e, "payout provider unreachable for 24 hours; failed and released");
+                let reason = "the payout provider was unreachable for 24 hours";
+                state.store.fail_withdrawal(&w.id, reason, now_ms()).await?;
+                return Ok(Next::Done);
+            }
+            let delay_ms = retry_delay_ms(step_ms);
+            tracing::warn!(withdrawal = %w.id, error = %e, retry_ms = delay_ms, "payout step failed; retried");
+            Ok(Next::Later { delay_ms, not_after: None, error: Some(e.to_string()) })
+        }
+        Err(e) if w.status == WithdrawalStatus::Pending => {
+            // The provider refused the transfer itself (a 4xx): nothing was paid, release.
+            tracing::warn!(withdrawal = %w.id, error = %e, "the provider refused the transfer; failed and released");
+            state.store.fail_withdrawal(&w.id, &format!("the provider refused the transfer: {e}"), now_ms()).await?;
+            Ok(Next::Done)
+        }
+        Err(e) => {
+            tracing::warn!(withdrawal = %w.id, error = %e, "transfer status unreadable; retried");
+            Ok(Next::Later { delay_ms: retry_delay_ms(step_ms), not_after: None, error: Some(e.to_string()) })
+        }
+    }
+}
