@@ -30,6 +30,23 @@ pub fn from_ghs(field: &str, v: &Value) -> Result<i64, DomainError> {
     Ok(rounded as i64)
 }
 
+/// A required amount of more than 0 GHS (`null` reads as absent), its errors recorded in `check`.
+pub fn positive_ghs(check: &mut super::check::Check, field: &str, v: Option<&Value>) -> Option<i64> {
+    match v.filter(|v| !v.is_null()) {
+        None => {
+            check.fail(field, "is required");
+            None
+        }
+        Some(v) => match check.take(from_ghs(field, v)) {
+            Some(0) => {
+                check.fail(field, "must be greater than 0");
+                None
+            }
+            other => other,
+        },
+    }
+}
+
 /// Pesewas as a GHS JSON number (`1250` → `12.5`).
 pub fn to_ghs(pesewas: i64) -> Value {
     if pesewas % 100 == 0 {

@@ -4,7 +4,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use super::check::{self, Check};
-use super::money::from_ghs;
+use super::money::positive_ghs;
 use super::{is_uuid, DomainError};
 
 pub const CURRENCY: &str = "GHS";
@@ -280,23 +280,6 @@ pub fn parse_checkout(body: &Value) -> Result<Order, DomainError> {
     })
 }
 
-/// Form 2's amount: GHS, > 0, at most 2 decimals.
-fn routed_amount(check: &mut Check, v: Option<&Value>) -> Option<i64> {
-    match v {
-        None => {
-            check.fail("amount", "is required");
-            None
-        }
-        Some(v) => match check.take(from_ghs("amount", v)) {
-            Some(0) => {
-                check.fail("amount", "must be greater than 0");
-                None
-            }
-            other => other,
-        },
-    }
-}
-
 /// Form 2 of `POST /payments/initialize`, a routed payment for a vote, a donation or tickets
 /// (a body already known to have only the form's fields, of their JSON types).
 pub fn parse_routed(body: &Value) -> Result<Order, DomainError> {
@@ -304,7 +287,7 @@ pub fn parse_routed(body: &Value) -> Result<Order, DomainError> {
     let text = |name: &str| member(body, name);
     let kind = required(&mut check, "transactionType", text("transactionType"))
         .and_then(|t| check.take(TransactionType::parse("transactionType", t)));
-    let amount = routed_amount(&mut check, text("amount"));
+    let amount = positive_ghs(&mut check, "amount", text("amount"));
     let email = email(&mut check, body);
     let phone = required(&mut check, "phoneNumber", text("phoneNumber"))
         .and_then(|p| check.take(check::phone("phoneNumber", p)));

@@ -4,7 +4,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::check::{self, Check};
-use super::money::from_ghs;
+use super::money::positive_ghs;
 use super::DomainError;
 
 /// How long an idempotency key and its first answer are kept (D9.1).
@@ -64,6 +64,11 @@ impl WithdrawalStatus {
         WithdrawalStatus::ALL.into_iter().find(|v| v.as_str() == s)
     }
 
+    /// Ended, however it ended: `completed`, `failed` or `cancelled` (its hold was released).
+    pub fn is_final(self) -> bool {
+        matches!(self, WithdrawalStatus::Completed | WithdrawalStatus::Failed | WithdrawalStatus::Cancelled)
+    }
+
     /// Waiting for the provider (a payout job exists or will be claimed): `pending` or
     /// `processing`.
     pub fn is_payable(self) -> bool {
@@ -99,19 +104,7 @@ fn required_text(check: &mut Check, body: &Value, field: &str, min: usize, max: 
 /// Parses a `POST /withdrawals` body (already known to be an object with only known fields).
 pub fn parse_request(body: &Value) -> Result<WithdrawalRequest, DomainError> {
     let mut check = Check::new();
-    let amount = match body.get("amount") {
-        None | Some(Value::Null) => {
-            check.fail("amount", "is required");
-            None
-        }
-        Some(v) => match check.take(from_ghs("amount", v)) {
-            Some(0) => {
-                check.fail("amount", "must be greater than 0");
-                None
-            }
-            other => other,
-        },
-    };
+    let amount = positive_ghs(&mut check, "amount", body.get("amount"));
     let bank_name = required_text(&mut check, body, "bank_name", 1, 100);
     let bank_code = required_text(&mut check, body, "bank_code", 2, 32);
     if let Some(code) = &bank_code {

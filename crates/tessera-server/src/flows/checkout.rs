@@ -20,7 +20,7 @@ use crate::providers::payments::{adapter, ChargeRequest, ProviderError};
 use crate::state::AppState;
 use crate::store::jobs::{self, queue};
 use crate::store::payments::{self, NewTransaction, Ticket};
-use crate::store::ticket_types::inventory;
+use crate::store::ticket_types::inventory::{self, Take};
 use crate::store::StoreError;
 
 use super::fulfilment::{fulfil, Purchase};
@@ -193,7 +193,7 @@ pub async fn initialize(state: &AppState, account: &str, order: Order) -> FlowRe
 async fn complete_free(state: &AppState, t: NewTransaction, now: i64) -> FlowResult<Initialized> {
     let mut tx = state.store.begin().await?;
     if let (TransactionType::Ticket, Some(tt)) = (t.transaction_type, &t.ticket_type_id) {
-        if !inventory::sell(&mut tx, &t.account_id, tt, t.quantity, now).await? {
+        if !inventory::take(&mut tx, &t.account_id, tt, t.quantity, Take::Sell, now).await? {
             return Err(sold_out().into());
         }
     }
@@ -282,7 +282,7 @@ async fn open(state: &AppState, t: &NewTransaction, first_poll_at: i64, now: i64
     let mut tx = state.store.begin().await?;
     let mut reserved = 0;
     if let (TransactionType::Ticket, Some(tt)) = (t.transaction_type, &t.ticket_type_id) {
-        if !inventory::hold(&mut tx, &t.account_id, tt, t.quantity, now).await? {
+        if !inventory::take(&mut tx, &t.account_id, tt, t.quantity, Take::Hold, now).await? {
             return Err(sold_out().into());
         }
         reserved = t.quantity;

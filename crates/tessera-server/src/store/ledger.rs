@@ -5,6 +5,7 @@ use sqlx::Row;
 
 use super::query::{Arg, Filter};
 use super::{Store, StoreResult};
+use crate::domain::withdrawals::WithdrawalStatus;
 
 pub use crate::domain::ledger::kind;
 
@@ -75,9 +76,15 @@ impl Store {
             "SELECT {} AS pending, {} AS available, {} AS held FROM ledger_entries WHERE account_id = $2",
             sum("CASE WHEN settles_at > $1 THEN amount ELSE 0 END"),
             sum("CASE WHEN settles_at > $1 THEN 0 ELSE amount END"),
-            sum("CASE WHEN kind IN ('withdrawal_hold', 'withdrawal_release') THEN amount ELSE 0 END"),
+            sum("CASE WHEN kind IN ($3, $4) THEN amount ELSE 0 END"),
         );
-        let row = sqlx::query(&sql).bind(now).bind(account_id).fetch_one(self.reader()).await?;
+        let row = sqlx::query(&sql)
+            .bind(now)
+            .bind(account_id)
+            .bind(kind::WITHDRAWAL_HOLD)
+            .bind(kind::WITHDRAWAL_RELEASE)
+            .fetch_one(self.reader())
+            .await?;
         Ok(Balance {
             pending: row.try_get("pending")?,
             available: row.try_get("available")?,
@@ -133,21 +140,25 @@ impl Store {
         // Totals: charges = what confirmed (credited) transactions were charged; fees likewise.
         let totals = format!(
             "SELECT \
-             (SELECT {} FROM ledger_entries WHERE account_id = $1 AND kind = 'charge') AS charges, \
+             (SELECT {} FROM ledger_entries WHERE account_id = $1 AND kind = $2) AS charges, \
              (SELECT {} FROM transactions WHERE account_id = $1 AND credited = 1) AS credited, \
-             (SELECT {} FROM ledger_entries WHERE account_id = $1 AND kind = 'fee') AS fee_entries, \
+             (SELECT {} FROM ledger_entries WHERE account_id = $1 AND kind = $3) AS fee_entries, \
              (SELECT {} FROM transactions WHERE account_id = $1 AND credited = 1) AS credited_fees, \
-             (SELECT COUNT(*) FROM ledger_entries l WHERE l.account_id = $1 AND l.kind IN ('charge', 'fee') \
+             (SELECT COUNT(*) FROM ledger_entries l WHERE l.account_id = $1 AND l.kind IN ($2, $3) \
                 AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.reference = l.reference AND t.credited = 1)) AS orphans, \
              (SELECT COUNT(*) FROM ledger_entries WHERE account_id = $1 AND kind NOT IN \
-                ('charge', 'fee', 'withdrawal_hold', 'withdrawal_release', 'withdrawal_debit')) AS unknown_kinds, \
+                ($2, $3, $4, $5, $6)) AS unknown_kinds, \
              (SELECT COUNT(*) FROM transactions WHERE account_id = $1 AND mismatch = 1 AND credited = 1) AS mismatched_credits",
             sum("amount"),
             sum("amount"),
             sum("amount"),
             sum("fees"),
         );
-        let t = sqlx::query(&totals).bind(id).fetch_one(self.reader()).await?;
+        let mut q = sqlx::query(&totals).bind(id);
+        for k in kind::ALL {
+            q = q.bind(k);
+        }
+        let t = q.fetch_one(self.reader()).await?;
         push("charges_equal_confirmed_amounts", "ledger".into(), t.try_get("credited")?, t.try_get("charges")?);
         push(
             "fees_equal_confirmed_fees",
@@ -163,33 +174,38 @@ impl Store {
         // hold only; completed: hold, release and debit; failed or cancelled: hold and release.
         let withdrawals = format!(
             "SELECT w.id, w.status, w.amount, \
-             (SELECT {} FROM ledger_entries l WHERE l.account_id = w.account_id AND l.reference = w.id AND l.kind = 'withdrawal_hold') AS hold, \
-             (SELECT {} FROM ledger_entries l WHERE l.account_id = w.account_id AND l.reference = w.id AND l.kind = 'withdrawal_release') AS released, \
-             (SELECT {} FROM ledger_entries l WHERE l.account_id = w.account_id AND l.reference = w.id AND l.kind = 'withdrawal_debit') AS debited \
+             (SELECT {} FROM ledger_entries l WHERE l.account_id = w.account_id AND l.reference = w.id AND l.kind = $2) AS hold, \
+             (SELECT {} FROM ledger_entries l WHERE l.account_id = w.account_id AND l.reference = w.id AND l.kind = $3) AS released, \
+             (SELECT {} FROM ledger_entries l WHERE l.account_id = w.account_id AND l.reference = w.id AND l.kind = $4) AS debited \
              FROM withdrawals w WHERE w.account_id = $1",
             sum("l.amount"),
             sum("l.amount"),
             sum("l.amount"),
         );
-        for r in &sqlx::query(&withdrawals).bind(id).fetch_all(self.reader()).await? {
+        let kinds = [kind::WITHDRAWAL_HOLD, kind::WITHDRAWAL_RELEASE, kind::WITHDRAWAL_DEBIT];
+        let rows = sqlx::query(&withdrawals).bind(id).bind(kinds[0]).bind(kinds[1]).bind(kinds[2]);
+        for r in &rows.fetch_all(self.reader()).await? {
             let (w, status, amount): (String, String, i64) =
                 (r.try_get("id")?, r.try_get("status")?, r.try_get("amount")?);
-            let ended = matches!(status.as_str(), "completed" | "failed" | "cancelled");
+            let status = WithdrawalStatus::from_stored(&status);
+            let ended = status.is_some_and(WithdrawalStatus::is_final);
             push("withdrawal_held_once", w.clone(), -amount, r.try_get("hold")?);
             push("withdrawal_released_when_ended", w.clone(), if ended { amount } else { 0 }, r.try_get("released")?);
             push(
                 "withdrawal_debited_when_completed",
                 w,
-                if status == "completed" { -amount } else { 0 },
+                if status == Some(WithdrawalStatus::Completed) { -amount } else { 0 },
                 r.try_get("debited")?,
             );
         }
         let orphans = sqlx::query(
-            "SELECT COUNT(*) AS n FROM ledger_entries l WHERE l.account_id = $1 AND l.kind IN \
-             ('withdrawal_hold', 'withdrawal_release', 'withdrawal_debit') AND NOT EXISTS \
-             (SELECT 1 FROM withdrawals w WHERE w.id = l.reference AND w.account_id = l.account_id)",
+            "SELECT COUNT(*) AS n FROM ledger_entries l WHERE l.account_id = $1 AND l.kind IN ($2, $3, $4) \
+             AND NOT EXISTS (SELECT 1 FROM withdrawals w WHERE w.id = l.reference AND w.account_id = l.account_id)",
         )
         .bind(id)
+        .bind(kinds[0])
+        .bind(kinds[1])
+        .bind(kinds[2])
         .fetch_one(self.reader())
         .await?;
         push("no_withdrawal_entry_without_withdrawal", "ledger".into(), 0, orphans.try_get("n")?);

@@ -257,44 +257,32 @@ impl Store {
 pub(crate) mod inventory {
     use crate::store::StoreResult;
 
-    /// Holds `n` seats of an active ticket type of the account for a pending payment. Returns
-    /// whether they were free.
-    pub(crate) async fn hold(
-        conn: &mut sqlx::AnyConnection,
-        account_id: &str,
-        ticket_type_id: &str,
-        n: i64,
-        now: i64,
-    ) -> StoreResult<bool> {
-        Ok(sqlx::query(
-            "UPDATE ticket_types SET quantity_held = quantity_held + $1, updated_at = $2 \
-             WHERE id = $3 AND account_id = $4 AND status = 'active' \
-             AND quantity_sold + quantity_held + $1 <= quantity_available",
-        )
-        .bind(n)
-        .bind(now)
-        .bind(ticket_type_id)
-        .bind(account_id)
-        .execute(conn)
-        .await?
-        .rows_affected()
-            == 1)
+    /// How seats are taken: held for a pending payment, or sold at once (a free purchase).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Take {
+        Hold,
+        Sell,
     }
 
-    /// Sells `n` seats of an active ticket type of the account at once (a free purchase).
-    /// Returns whether they were free.
-    pub(crate) async fn sell(
+    /// Takes `n` seats of an active ticket type of the account. Returns whether they were free.
+    pub(crate) async fn take(
         conn: &mut sqlx::AnyConnection,
         account_id: &str,
         ticket_type_id: &str,
         n: i64,
+        how: Take,
         now: i64,
     ) -> StoreResult<bool> {
-        Ok(sqlx::query(
-            "UPDATE ticket_types SET quantity_sold = quantity_sold + $1, updated_at = $2 \
+        // The column is one of two constants, never input.
+        let column = match how {
+            Take::Hold => "quantity_held",
+            Take::Sell => "quantity_sold",
+        };
+        Ok(sqlx::query(&format!(
+            "UPDATE ticket_types SET {column} = {column} + $1, updated_at = $2 \
              WHERE id = $3 AND account_id = $4 AND status = 'active' \
-             AND quantity_sold + quantity_held + $1 <= quantity_available",
-        )
+             AND quantity_sold + quantity_held + $1 <= quantity_available"
+        ))
         .bind(n)
         .bind(now)
         .bind(ticket_type_id)
