@@ -1,6 +1,7 @@
 //! Settings (D4): categories, secret masking, and the provider summary shown by `/context`.
 use serde_json::{Map, Value};
 
+use super::check::Check;
 use super::DomainError;
 
 pub const CATEGORIES: [&str; 9] =
@@ -13,6 +14,41 @@ pub fn parse_category(field: &str, s: &str) -> Result<&'static str, DomainError>
         .into_iter()
         .find(|c| *c == s)
         .ok_or_else(|| DomainError::field(field, format!("unknown category {s:?}; one of {}", CATEGORIES.join(", "))))
+}
+
+/// The categories a `GET /settings` query asks for: `categories` (or `categories[]`) as a comma
+/// list or repeated, each named once in the order first asked; all when none is asked.
+pub fn parse_categories(pairs: impl IntoIterator<Item = (String, String)>) -> Result<Vec<&'static str>, DomainError> {
+    let mut check = Check::new();
+    let mut wanted: Vec<&'static str> = Vec::new();
+    for (k, v) in pairs {
+        if k != "categories" && k != "categories[]" {
+            check.fail(k, "unknown field");
+            continue;
+        }
+        for c in v.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+            if let Some(c) = check.take(parse_category("categories", c)) {
+                if !wanted.contains(&c) {
+                    wanted.push(c);
+                }
+            }
+        }
+    }
+    check.finish()?;
+    Ok(if wanted.is_empty() { CATEGORIES.to_vec() } else { wanted })
+}
+
+/// The `config` of a `PATCH /settings/:category` body: a free-form object (D1.4) whose keys
+/// pass [`check_patch`].
+pub fn parse_patch(config: Option<Value>) -> Result<Value, DomainError> {
+    let patch = match config {
+        Some(p @ Value::Object(_)) => p,
+        Some(_) => return Err(DomainError::field("config", "must be an object")),
+        None => return Err(DomainError::field("config", "is required")),
+    };
+    super::check::free_object("config", &patch)?;
+    check_patch("config", &patch)?;
+    Ok(patch)
 }
 
 /// Secret-looking keys (D4.3): write-only, encrypted at rest, read back masked.

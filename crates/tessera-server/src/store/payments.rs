@@ -16,6 +16,7 @@ use super::sqlite_read::Get;
 use super::{Store, StoreError, StoreResult};
 use crate::domain::new_id;
 use crate::domain::payments::{new_qr_token, new_ticket_code, TransactionType, TxStatus};
+use crate::domain::tickets::TicketStatus;
 
 /// A stored transaction.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,7 +126,7 @@ pub struct Ticket {
     pub id: String,
     pub ticket_code: String,
     pub qr_token: String,
-    pub status: String,
+    pub status: TicketStatus,
     pub checked_in: bool,
     pub checked_in_at: Option<i64>,
     pub checked_in_by: Option<String>,
@@ -151,7 +152,8 @@ pub(crate) fn ticket_from_row(r: &impl Get) -> StoreResult<Ticket> {
         id: r.get("id")?,
         ticket_code: r.get("ticket_code")?,
         qr_token: r.get("qr_token")?,
-        status: r.get("status")?,
+        status: TicketStatus::parse("status", &r.get::<String>("status")?)
+            .map_err(|_| StoreError::Corrupt("ticket status".into()))?,
         checked_in: r.get::<i64>("checked_in")? != 0,
         checked_in_at: r.get("checked_in_at")?,
         checked_in_by: r.get("checked_in_by")?,

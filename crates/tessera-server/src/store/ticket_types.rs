@@ -7,8 +7,9 @@ use sqlx::Row;
 use super::audit::{record, Audit};
 use super::query::{Arg, Filter};
 use super::{Store, StoreError, StoreResult};
+use crate::domain::campaigns::{CampaignStatus, CampaignType};
 use crate::domain::new_id;
-use crate::domain::ticket_types::NewTicketType;
+use crate::domain::ticket_types::{NewTicketType, TicketTypeStatus};
 use crate::domain::time::now_ms;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -23,7 +24,7 @@ pub struct TicketType {
     pub quantity_sold: i64,
     pub quantity_held: i64,
     pub max_per_person: i64,
-    pub status: String,
+    pub status: TicketTypeStatus,
     pub required_attendee_fields: Value,
     pub created_at: i64,
 }
@@ -34,6 +35,7 @@ const COLUMNS: &str =
 
 fn from_row(r: &AnyRow) -> StoreResult<TicketType> {
     let fields: String = r.try_get("required_attendee_fields")?;
+    let status: String = r.try_get("status")?;
     Ok(TicketType {
         id: r.try_get("id")?,
         campaign_id: r.try_get("campaign_id")?,
@@ -45,7 +47,8 @@ fn from_row(r: &AnyRow) -> StoreResult<TicketType> {
         quantity_sold: r.try_get("quantity_sold")?,
         quantity_held: r.try_get("quantity_held")?,
         max_per_person: r.try_get("max_per_person")?,
-        status: r.try_get("status")?,
+        status: TicketTypeStatus::parse("status", &status)
+            .map_err(|_| StoreError::Corrupt("ticket type status".into()))?,
         required_attendee_fields: serde_json::from_str(&fields)
             .map_err(|_| StoreError::Corrupt("attendee fields".into()))?,
         created_at: r.try_get("created_at")?,
@@ -82,7 +85,7 @@ async fn insert(
     .bind(t.price)
     .bind(t.quantity_available)
     .bind(t.max_per_person)
-    .bind(&t.status)
+    .bind(t.status.as_str())
     .bind(t.required_attendee_fields.to_string())
     .bind(now)
     .execute(conn)
@@ -98,7 +101,7 @@ async fn insert(
         quantity_sold: 0,
         quantity_held: 0,
         max_per_person: t.max_per_person,
-        status: t.status.clone(),
+        status: t.status,
         required_attendee_fields: t.required_attendee_fields.clone(),
         created_at: now,
     })
@@ -117,9 +120,9 @@ async fn refusal(conn: &mut sqlx::AnyConnection, account_id: &str, campaign_id: 
         Ok(Some(r)) => {
             let kind: String = r.try_get("campaign_type").unwrap_or_default();
             let status: String = r.try_get("status").unwrap_or_default();
-            if kind != "ticketing" {
+            if kind != CampaignType::Ticketing.as_str() {
                 StoreError::Conflict("ticket types belong to ticketing campaigns only".into())
-            } else if status == "archived" {
+            } else if status == CampaignStatus::Archived.as_str() {
                 StoreError::Conflict("the campaign is archived".into())
             } else if bootstrap {
                 StoreError::Conflict(
@@ -206,8 +209,8 @@ impl Store {
     ) -> StoreResult<(Vec<TicketType>, u64)> {
         let mut f = Filter::new();
         f.and("t.account_id = ?", Arg::Text(account_id.into()));
-        f.and("t.status = ?", Arg::Text("active".into()));
-        f.and("c.status = ?", Arg::Text("approved".into()));
+        f.and("t.status = ?", Arg::Text(TicketTypeStatus::Active.as_str().into()));
+        f.and("c.status = ?", Arg::Text(CampaignStatus::Approved.as_str().into()));
         if let Some(c) = &q.campaign_id {
             f.and("t.campaign_id = ?", Arg::Text(c.clone()));
         }

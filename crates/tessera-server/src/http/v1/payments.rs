@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
+use super::campaign_filter;
 use super::tickets::TicketOut;
-use super::{campaign_filter, optional, pagination, reject_if_any, PageParams};
 use crate::domain::campaigns::{CampaignStatus, CampaignType};
 use crate::domain::check::{self, Check};
 use crate::domain::is_uuid;
@@ -15,7 +15,7 @@ use crate::domain::payments::{new_reference, parse_channel, TransactionType, TxS
 use crate::domain::time::{now_ms, rfc3339};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult, Detail};
-use crate::http::extract::{scope, ApiJson, ApiQuery, Caller, Signed};
+use crate::http::extract::{scope, ApiJson, Caller, ListFilters, ListQuery, Signed};
 use crate::http::openapi::{BodyErrors, Conflict, NotFound, ProviderErrors, QueryErrors, SignedErrors};
 use crate::payments::{confirm, fee_policy, payments_settings, routes, ConfirmError};
 use crate::providers::payments::{adapter, ChargeRequest, ProviderError};
@@ -456,7 +456,7 @@ async fn price(state: &AppState, account: &str, o: &Order) -> Result<Priced, Api
             if tt.campaign_id != campaign.id {
                 return Err(ApiError::not_found("ticket type"));
             }
-            if tt.status != "active" {
+            if tt.status != crate::domain::ticket_types::TicketTypeStatus::Active {
                 return Err(ApiError::conflict("this ticket type is not on sale"));
             }
             if o.quantity > tt.max_per_person {
@@ -477,7 +477,7 @@ async fn price(state: &AppState, account: &str, o: &Order) -> Result<Priced, Api
             if p.campaign_id != campaign.id {
                 return Err(ApiError::not_found("participant"));
             }
-            if p.status != "active" {
+            if p.status != crate::domain::participants::ParticipantStatus::Active {
                 return Err(ApiError::conflict("this participant does not take votes"));
             }
             let vote_price = campaign
@@ -692,6 +692,7 @@ fn type_schema() -> utoipa::openapi::schema::Object {
     crate::http::openapi::string_enum(&["vote", "donation", "ticket"], "A transaction type.")
 }
 
+/// The filters of `GET /payments`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
@@ -706,19 +707,22 @@ pub struct ListParams {
     #[serde(rename = "type")]
     #[param(rename = "type", schema_with = type_schema)]
     pub kind: Option<String>,
-    /// Page number, from 1 (default 1).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
-    pub page: Option<String>,
-    /// Items per page, 1–100 (default 20).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
+}
+
+impl ListFilters for ListParams {
+    type Parsed = (Option<TxStatus>, Option<String>, Option<TransactionType>);
+    fn parse(self, check: &mut Check) -> Self::Parsed {
+        let status = self.status.and_then(|s| check.take(TxStatus::parse("status", &s)));
+        let kind = self.kind.and_then(|k| check.take(TransactionType::parse("type", &k)));
+        (status, self.campaign_id, kind)
+    }
 }
 
 /// GET /api/white-label/v1/payments — Signed — payments:write
 #[utoipa::path(
     get, path = "/api/white-label/v1/payments", tag = "payments", operation_id = "payments_list",
     security(("signed" = [])),
-    params(ListParams),
+    params(ListQuery<ListParams>),
     responses(
         (status = 200, description = "The account's payments, newest first; 404 when campaignId is not a campaign of this account", body = ListEnvelope<PaymentOut>),
         SignedErrors, QueryErrors, NotFound,
@@ -727,15 +731,12 @@ pub struct ListParams {
 pub async fn list(
     State(state): State<AppState>,
     caller: Signed<scope::PaymentsWrite>,
-    ApiQuery(q): ApiQuery<ListParams>,
+    q: ListQuery<ListParams>,
 ) -> ApiResult<Vec<PaymentOut>> {
-    let mut details = Vec::new();
-    let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
-    let status = optional(&mut details, q.status.as_deref(), |s| TxStatus::parse("status", s))?;
-    let kind = optional(&mut details, q.kind.as_deref(), |s| TransactionType::parse("type", s))?;
-    reject_if_any(details)?;
-    campaign_filter(&state, &caller.account_id, q.campaign_id.as_deref()).await?;
-    let query = TransactionQuery { status, campaign_id: q.campaign_id, transaction_type: kind, page, limit };
+    let (status, campaign_id, transaction_type) = q.filters;
+    campaign_filter(&state, &caller.account_id, campaign_id.as_deref()).await?;
+    let (page, limit) = q.page.bounds();
+    let query = TransactionQuery { status, campaign_id, transaction_type, page, limit };
     let (items, total) = state.store.list_transactions(&caller.account_id, &query).await?;
     // One read for the page's tickets and one for its donations, whatever the page's size.
     let references: Vec<String> = items.iter().map(|t| t.reference.clone()).collect();
@@ -749,5 +750,5 @@ pub async fn list(
             payment_out(t, mine, donation)
         })
         .collect();
-    Ok(ApiResponse::list(out, pagination(page, limit, total)))
+    Ok(ApiResponse::list(out, q.page.pagination(total)))
 }

@@ -10,6 +10,7 @@ use super::audit;
 use crate::domain::check::{text, Check};
 use crate::domain::payments::normalize_ticket_code;
 use crate::domain::scopes::Scope;
+use crate::domain::tickets::TicketStatus;
 use crate::domain::time::{now_ms, rfc3339};
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiError, ApiResult};
@@ -59,7 +60,7 @@ impl From<Ticket> for TicketOut {
         TicketOut {
             id: t.id,
             ticket_code: t.ticket_code,
-            status: t.status,
+            status: t.status.as_str().into(),
             checked_in: t.checked_in,
             checked_in_at: t.checked_in_at.map(rfc3339),
             checked_in_by: t.checked_in_by,
@@ -124,7 +125,7 @@ pub struct VerifyOut {
 fn verify_out(result: &str, t: Ticket) -> VerifyOut {
     VerifyOut {
         result: result.into(),
-        status: t.status,
+        status: t.status.as_str().into(),
         ticket_code: t.ticket_code,
         checked_in: t.checked_in,
         checked_in_at: t.checked_in_at.map(rfc3339),
@@ -184,13 +185,13 @@ pub async fn verify(
     let gate = state.store.gate_ticket(&caller.account_id, caller.campaign_id.as_deref(), &code).await?;
     if form1 {
         return Ok(ApiResponse::ok(VerifyAnswer::DomainKey(VerifyPublicOut {
-            status: gate.ticket.status,
+            status: gate.ticket.status.as_str().into(),
             checked_in: gate.ticket.checked_in,
         })));
     }
     let may_write = caller.scopes.contains(Scope::TicketsWrite);
     if !(body.auto_verify == Some(true) && may_write) {
-        let result = if gate.ticket.status == "void" { "void" } else { "valid" };
+        let result = gate.ticket.status.as_str();
         return Ok(ApiResponse::ok(VerifyAnswer::Signed(Box::new(verify_out(result, gate.ticket)))));
     }
     let by = by.unwrap_or_else(|| caller.key_id.to_string());
@@ -199,7 +200,7 @@ pub async fn verify(
     let out = match state.store.check_in(&state.checkins, &caller.account_id, gate, &by, now_ms(), entry).await? {
         CheckIn::CheckedIn(t) => verify_out("checked_in", t),
         CheckIn::Already(t) => verify_out("already_checked_in", t),
-        CheckIn::Refused(g) if g.ticket.status == "void" => verify_out("void", g.ticket),
+        CheckIn::Refused(g) if g.ticket.status == TicketStatus::Void => verify_out("void", g.ticket),
         CheckIn::Refused(g) if g.campaign_archived => verify_out("campaign_archived", g.ticket),
         CheckIn::Refused(g) => verify_out("valid", g.ticket),
     };
