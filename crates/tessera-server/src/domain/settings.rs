@@ -316,6 +316,103 @@ impl V<'_> {
     }
 }
 
+// Typed views of the categories the code reads (`notifications`, `operations`; `payments`
+// beside them): each reads a stored category object as the rules of `validate` let it be, and
+// reads what is absent or unusable as the documented default.
+
+/// A non-empty string after trimming (a setting left blank counts as not set).
+fn setting_str(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+/// The ciphertext of a sealed secret at `key` (D4.3), if one is stored there.
+fn sealed_at(v: &Value, key: &str) -> Option<String> {
+    v.get(key)?.get(SEALED)?.as_str().map(str::to_string)
+}
+
+/// The `notifications` category (D9.2, D13.2–D13.3).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NotificationsSettings {
+    /// Where campaign status changes are mailed (D13.2), as stored.
+    pub organizer_email: Option<String>,
+    /// The account's own SMTP server, when `email.smtpHost` is set.
+    pub email: Option<SmtpSettings>,
+    pub sms: SmsSettings,
+}
+
+/// `notifications.email`: the account's SMTP server and sender.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SmtpSettings {
+    pub host: String,
+    /// 25 unless a valid port is set.
+    pub port: u16,
+    pub username: Option<String>,
+    /// The sealed password (`notifications.config.email.password`).
+    pub password_sealed: Option<String>,
+    pub from_address: Option<String>,
+    pub from_name: Option<String>,
+}
+
+/// `notifications.sms`: the account's HTTP SMS gateway.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SmsSettings {
+    pub base_url: Option<String>,
+    /// The sealed key (`notifications.config.sms.apiKey`).
+    pub api_key_sealed: Option<String>,
+    pub sender_id: Option<String>,
+}
+
+impl NotificationsSettings {
+    /// The typed view of a stored `notifications` object (`{}` when never written).
+    pub fn from_value(v: &Value) -> Self {
+        let email = v.get("email").filter(|e| setting_str(e, "smtpHost").is_some()).map(|e| SmtpSettings {
+            host: setting_str(e, "smtpHost").unwrap_or_default(),
+            port: e.get("smtpPort").and_then(Value::as_u64).and_then(|p| u16::try_from(p).ok()).unwrap_or(25),
+            username: setting_str(e, "username"),
+            password_sealed: sealed_at(e, "password"),
+            from_address: setting_str(e, "fromAddress"),
+            from_name: setting_str(e, "fromName"),
+        });
+        let sms = v.get("sms").map_or_else(SmsSettings::default, |s| SmsSettings {
+            base_url: setting_str(s, "baseUrl"),
+            api_key_sealed: sealed_at(s, "apiKey"),
+            sender_id: setting_str(s, "senderId"),
+        });
+        NotificationsSettings {
+            organizer_email: v
+                .get("organizerEmail")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            email,
+            sms,
+        }
+    }
+}
+
+/// The `operations` category: modules and the withdrawal approval threshold (D14.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperationsSettings {
+    /// Withdrawals strictly above this many pesewas wait for an approval; none when unset.
+    pub withdrawal_approval_above: Option<i64>,
+    /// Each of [`MODULES`], in that order: on unless set to `false`.
+    pub modules: [(&'static str, bool); MODULES.len()],
+}
+
+impl OperationsSettings {
+    /// The typed view of a stored `operations` object (`{}` when never written).
+    pub fn from_value(v: &Value) -> Self {
+        let configured = v.get("modules");
+        OperationsSettings {
+            withdrawal_approval_above: v
+                .get("withdrawalApprovalAbove")
+                .filter(|t| !t.is_null())
+                .and_then(|t| super::money::from_ghs("withdrawalApprovalAbove", t).ok()),
+            modules: MODULES.map(|m| (m, configured.and_then(|c| c.get(m)).and_then(Value::as_bool).unwrap_or(true))),
+        }
+    }
+}
+
 /// Validates the known keys of a category's (merged) config (D4.2). Unknown keys are kept.
 pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
     super::check::free_object("config", config)?;

@@ -9,6 +9,8 @@ use super::sqlite_read::{FromRow, Get};
 use super::{unique_to_conflict, Store, StoreError, StoreResult, UpdateError};
 pub use crate::domain::campaigns::Campaign;
 use crate::domain::campaigns::{search_text, CampaignStatus, CampaignType};
+use crate::domain::notifications::NotificationChannel;
+use crate::domain::settings::NotificationsSettings;
 use crate::domain::time::now_ms;
 use crate::domain::{new_id, DomainError};
 
@@ -287,18 +289,16 @@ pub(crate) async fn queue_status_notification(
     let Some(row) = row else { return Ok(()) };
     let config: String = sqlx::Row::try_get(&row, "config")?;
     let config: serde_json::Value = serde_json::from_str(&config).unwrap_or_default();
-    let Some(to) = config.get("organizerEmail").and_then(serde_json::Value::as_str).filter(|s| !s.is_empty()) else {
-        return Ok(());
-    };
+    let Some(to) = NotificationsSettings::from_value(&config).organizer_email else { return Ok(()) };
     let payload = serde_json::json!({
         "campaignId": after.id,
         "from": before.status.as_str(),
         "to": after.status.as_str(),
     });
     let n = super::notifications::NewNotification {
-        channel: "email",
+        channel: NotificationChannel::Email.as_str(),
         event_type: "campaign.status.updated",
-        recipient: to,
+        recipient: &to,
         subject: None,
         payload: &payload,
     };
