@@ -78,34 +78,30 @@ pub fn visible_tail(plain: &str) -> String {
 /// the sealed marker, so a client cannot forge a sealed value), and a secret-looking key holds
 /// a string (or `null`, which deletes it), at any depth, inside arrays too.
 pub fn check_patch(field: &str, patch: &Value) -> Result<(), DomainError> {
-    let mut errors = Vec::new();
-    check_patch_at(field, patch, &mut errors);
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(DomainError::Validation(errors))
-    }
+    let mut check = Check::new();
+    check_patch_at(field, patch, &mut check);
+    check.finish()
 }
 
-fn check_patch_at(path: &str, v: &Value, errors: &mut Vec<super::FieldError>) {
+fn check_patch_at(path: &str, v: &Value, check: &mut Check) {
     match v {
         Value::Object(m) => {
             for (k, child) in m {
                 let p = format!("{path}.{k}");
                 if k.starts_with('$') {
-                    errors.push(super::FieldError::new(p, "keys starting with '$' are reserved"));
+                    check.fail(p, "keys starting with '$' are reserved");
                     continue;
                 }
                 if is_secret_key(k) && !matches!(child, Value::String(_) | Value::Null) {
-                    errors.push(super::FieldError::new(p, "a secret must be a string"));
+                    check.fail(p, "a secret must be a string");
                     continue;
                 }
-                check_patch_at(&p, child, errors);
+                check_patch_at(&p, child, check);
             }
         }
         Value::Array(a) => {
             for (i, child) in a.iter().enumerate() {
-                check_patch_at(&format!("{path}[{i}]"), child, errors);
+                check_patch_at(&format!("{path}[{i}]"), child, check);
             }
         }
         _ => {}
@@ -254,12 +250,12 @@ const CHANNELS: [&str; 5] = ["web", "ussd", "telegram", "whatsapp", "withdrawal"
 pub const MODULES: [&str; 5] = ["voting", "donations", "ticketing", "submissions", "myTickets"];
 
 struct V<'a> {
-    errors: &'a mut Vec<super::FieldError>,
+    check: &'a mut Check,
 }
 
 impl V<'_> {
     fn fail(&mut self, path: &str, msg: impl Into<String>) {
-        self.errors.push(super::FieldError::new(format!("config.{path}"), msg));
+        self.check.fail(format!("config.{path}"), msg);
     }
     fn bool(&mut self, o: &Map<String, Value>, k: &str, path: &str) {
         if let Some(v) = o.get(k) {
@@ -417,8 +413,8 @@ impl OperationsSettings {
 pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
     super::check::free_object("config", config)?;
     let Some(o) = config.as_object() else { return Err(DomainError::field("config", "must be an object")) };
-    let mut errors = Vec::new();
-    let mut v = V { errors: &mut errors };
+    let mut check = Check::new();
+    let mut v = V { check: &mut check };
     match category {
         "payments" => {
             v.bool(o, "useSharedDefaults", "");
@@ -527,11 +523,7 @@ pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
         }
         _ => {}
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(DomainError::Validation(errors))
-    }
+    check.finish()
 }
 
 /// Outbound URLs an account supplies (provider and SMS `baseUrl`) must pass the private-address
@@ -555,19 +547,13 @@ pub fn check_outbound_urls(category: &str, config: &Value, allow_private: bool) 
         }
         _ => {}
     }
-    let errors: Vec<super::FieldError> = urls
-        .into_iter()
-        .filter_map(|(field, url)| {
-            crate::providers::outbound::check_account_url(url, allow_private)
-                .err()
-                .map(|why| super::FieldError::new(field, why))
-        })
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(DomainError::Validation(errors))
+    let mut check = Check::new();
+    for (field, url) in urls {
+        if let Err(why) = crate::providers::outbound::check_account_url(url, allow_private) {
+            check.fail(field, why);
+        }
     }
+    check.finish()
 }
 
 #[cfg(test)]

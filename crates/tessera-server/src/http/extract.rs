@@ -200,13 +200,11 @@ const NUL_MESSAGE: &str = "must not contain the character U+0000";
 /// Every string (and object key) of `v` that contains U+0000, as details naming its path
 /// (`title`, `metadata.note`, `ticketTypes[0].name`). PostgreSQL cannot store U+0000 in text and
 /// SQLite cuts strings at it, so it is refused everywhere, before anything reads the value.
-fn nul_details(v: &serde_json::Value, path: &mut String, out: &mut Vec<Detail>) {
+fn nul_details(v: &serde_json::Value, path: &mut String, check: &mut Check) {
     use serde_json::Value;
     let field = |p: &str| if p.is_empty() { "body".to_string() } else { p.to_string() };
     match v {
-        Value::String(s) if s.contains('\0') => {
-            out.push(Detail { field: field(path), message: NUL_MESSAGE.into() });
-        }
+        Value::String(s) if s.contains('\0') => check.fail(field(path), NUL_MESSAGE),
         Value::Object(m) => {
             for (k, v) in m {
                 let len = path.len();
@@ -215,10 +213,10 @@ fn nul_details(v: &serde_json::Value, path: &mut String, out: &mut Vec<Detail>) 
                 }
                 if k.contains('\0') {
                     path.push_str(&k.replace('\0', "\\u0000"));
-                    out.push(Detail { field: field(path), message: format!("key {NUL_MESSAGE}") });
+                    check.fail(field(path), format!("key {NUL_MESSAGE}"));
                 } else {
                     path.push_str(k);
-                    nul_details(v, path, out);
+                    nul_details(v, path, check);
                 }
                 path.truncate(len);
             }
@@ -227,7 +225,7 @@ fn nul_details(v: &serde_json::Value, path: &mut String, out: &mut Vec<Detail>) 
             for (i, v) in a.iter().enumerate() {
                 let len = path.len();
                 path.push_str(&format!("[{i}]"));
-                nul_details(v, path, out);
+                nul_details(v, path, check);
                 path.truncate(len);
             }
         }
@@ -237,26 +235,20 @@ fn nul_details(v: &serde_json::Value, path: &mut String, out: &mut Vec<Detail>) 
 
 /// Refuses a JSON value with U+0000 in any string or key: 400 `validation_failed` naming each.
 pub fn reject_nul(v: &serde_json::Value) -> Result<(), ApiError> {
-    let mut details = Vec::new();
-    nul_details(v, &mut String::new(), &mut details);
-    if details.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::validation(details))
-    }
+    let mut check = Check::new();
+    nul_details(v, &mut String::new(), &mut check);
+    Ok(check.finish()?)
 }
 
 /// Refuses a query string with U+0000 in a parameter name or value, naming the parameter.
 pub fn reject_nul_in_query(query: Option<&str>) -> Result<(), ApiError> {
-    let details: Vec<Detail> = form_urlencoded_parse(query.unwrap_or(""))
-        .filter(|(k, v)| k.contains('\0') || v.contains('\0'))
-        .map(|(k, _)| Detail { field: k.replace('\0', "\\u0000"), message: NUL_MESSAGE.into() })
-        .collect();
-    if details.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::validation(details))
+    let mut check = Check::new();
+    for (k, v) in form_urlencoded_parse(query.unwrap_or("")) {
+        if k.contains('\0') || v.contains('\0') {
+            check.fail(k.replace('\0', "\\u0000"), NUL_MESSAGE);
+        }
     }
+    Ok(check.finish()?)
 }
 
 /// Parses a JSON body that must be an object, naming the field of any error.

@@ -10,16 +10,17 @@ pub use crate::domain::participants::NewParticipant;
 use crate::domain::participants::{generated_code, ParticipantStatus};
 use crate::domain::time::now_ms;
 
+/// A nominee as stored, with the votes counted for it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Participant {
     pub id: String,
     pub campaign_id: String,
+    pub status: ParticipantStatus,
+    pub votes: i64,
     pub name: String,
     pub code: String,
     pub description: Option<String>,
     pub image_url: Option<String>,
-    pub status: ParticipantStatus,
-    pub votes: i64,
     pub created_at: i64,
 }
 

@@ -136,6 +136,38 @@ async fn refusal(conn: &mut sqlx::AnyConnection, account_id: &str, campaign_id: 
     }
 }
 
+/// Counts `n` new ticket types on their campaign with one conditional update, so that only a
+/// ticketing campaign that is not archived takes them (and, for a bootstrap, only while it has
+/// none); when no row matched, [`refusal`] says why.
+async fn count_on_campaign(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+    campaign_id: &str,
+    n: i64,
+    bootstrap: bool,
+    now: i64,
+) -> StoreResult<()> {
+    let sql = if bootstrap {
+        "UPDATE campaigns SET ticket_type_count = $1, updated_at = $2 \
+         WHERE account_id = $3 AND id = $4 AND campaign_type = 'ticketing' AND status <> 'archived' AND ticket_type_count = 0"
+    } else {
+        "UPDATE campaigns SET ticket_type_count = ticket_type_count + $1, updated_at = $2 \
+         WHERE account_id = $3 AND id = $4 AND campaign_type = 'ticketing' AND status <> 'archived'"
+    };
+    let matched = sqlx::query(sql)
+        .bind(n)
+        .bind(now)
+        .bind(account_id)
+        .bind(campaign_id)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+    if matched == 0 {
+        return Err(refusal(conn, account_id, campaign_id, bootstrap).await);
+    }
+    Ok(())
+}
+
 impl Store {
     pub async fn create_ticket_type(
         &self,
@@ -146,19 +178,7 @@ impl Store {
     ) -> StoreResult<TicketType> {
         let now = now_ms();
         let mut tx = self.writer().begin().await?;
-        let n = sqlx::query(
-            "UPDATE campaigns SET ticket_type_count = ticket_type_count + 1, updated_at = $1 \
-             WHERE account_id = $2 AND id = $3 AND campaign_type = 'ticketing' AND status <> 'archived'",
-        )
-        .bind(now)
-        .bind(account_id)
-        .bind(campaign_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if n == 0 {
-            return Err(refusal(&mut tx, account_id, campaign_id, false).await);
-        }
+        count_on_campaign(&mut tx, account_id, campaign_id, 1, false, now).await?;
         let created = insert(&mut tx, account_id, campaign_id, t, now).await?;
         let summary = serde_json::json!({"after": {"campaignId": campaign_id, "name": created.name, "price": created.price, "quantity_available": created.quantity_available}});
         record(&mut tx, account_id, &Audit { entity_id: &created.id, summary, ..audit }).await?;
@@ -176,20 +196,7 @@ impl Store {
     ) -> StoreResult<Vec<TicketType>> {
         let now = now_ms();
         let mut tx = self.writer().begin().await?;
-        let n = sqlx::query(
-            "UPDATE campaigns SET ticket_type_count = $1, updated_at = $2 \
-             WHERE account_id = $3 AND id = $4 AND campaign_type = 'ticketing' AND status <> 'archived' AND ticket_type_count = 0",
-        )
-        .bind(types.len() as i64)
-        .bind(now)
-        .bind(account_id)
-        .bind(campaign_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if n == 0 {
-            return Err(refusal(&mut tx, account_id, campaign_id, true).await);
-        }
+        count_on_campaign(&mut tx, account_id, campaign_id, types.len() as i64, true, now).await?;
         let mut created = Vec::with_capacity(types.len());
         for t in types {
             created.push(insert(&mut tx, account_id, campaign_id, t, now).await?);

@@ -696,7 +696,7 @@ fn type_schema() -> utoipa::openapi::schema::Object {
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct ListParams {
+pub struct PaymentFilters {
     /// One transaction status.
     #[param(schema_with = status_schema)]
     pub status: Option<String>,
@@ -709,7 +709,7 @@ pub struct ListParams {
     pub kind: Option<String>,
 }
 
-impl ListFilters for ListParams {
+impl ListFilters for PaymentFilters {
     type Parsed = (Option<TxStatus>, Option<String>, Option<TransactionType>);
     fn parse(self, check: &mut Check) -> Self::Parsed {
         let status = self.status.and_then(|s| check.take(TxStatus::parse("status", &s)));
@@ -722,7 +722,7 @@ impl ListFilters for ListParams {
 #[utoipa::path(
     get, path = "/api/white-label/v1/payments", tag = "payments", operation_id = "payments_list",
     security(("signed" = [])),
-    params(ListQuery<ListParams>),
+    params(ListQuery<PaymentFilters>),
     responses(
         (status = 200, description = "The account's payments, newest first; 404 when campaignId is not a campaign of this account", body = ListEnvelope<PaymentOut>),
         SignedErrors, QueryErrors, NotFound,
@@ -731,7 +731,7 @@ impl ListFilters for ListParams {
 pub async fn list(
     State(state): State<AppState>,
     caller: Signed<scope::PaymentsWrite>,
-    q: ListQuery<ListParams>,
+    q: ListQuery<PaymentFilters>,
 ) -> ApiResult<Vec<PaymentOut>> {
     let (status, campaign_id, transaction_type) = q.filters;
     campaign_filter(&state, &caller.account_id, campaign_id.as_deref()).await?;

@@ -275,13 +275,13 @@ pub async fn show(
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct ListParams {
+pub struct WithdrawalFilters {
     /// One withdrawal status.
     #[param(schema_with = status_schema)]
     pub status: Option<String>,
 }
 
-impl ListFilters for ListParams {
+impl ListFilters for WithdrawalFilters {
     type Parsed = Option<WithdrawalStatus>;
     fn parse(self, check: &mut crate::domain::check::Check) -> Self::Parsed {
         self.status.and_then(|s| check.take(WithdrawalStatus::parse("status", &s)))
@@ -299,13 +299,13 @@ fn status_schema() -> utoipa::openapi::schema::Object {
 #[utoipa::path(
     get, path = "/api/white-label/v1/withdrawals", tag = "withdrawals", operation_id = "withdrawals_list",
     security(("signed" = [])),
-    params(ListQuery<ListParams>),
+    params(ListQuery<WithdrawalFilters>),
     responses((status = 200, description = "The account's withdrawals, newest first", body = ListEnvelope<WithdrawalOut>), SignedErrors, QueryErrors)
 )]
 pub async fn list(
     State(state): State<AppState>,
     caller: Signed<scope::WithdrawalsWrite>,
-    q: ListQuery<ListParams>,
+    q: ListQuery<WithdrawalFilters>,
 ) -> ApiResult<Vec<WithdrawalOut>> {
     let (items, total) = state.store.list_withdrawals(&caller.account_id, q.filters, q.page.bounds()).await?;
     Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), q.page.pagination(total)))
