@@ -67,3 +67,26 @@ pub fn parse_new(i: &ParticipantInput<'_>) -> Result<(String, NewParticipant), D
     };
     Ok((campaign.unwrap_or_default().to_string(), p))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_is_parsed_with_every_broken_rule_named() {
+        let ok =
+            ParticipantInput { campaign_id: Some("c"), name: Some(" Ama "), code: Some("ama1"), ..Default::default() };
+        let (campaign, p) = parse_new(&ok).expect("valid");
+        assert_eq!((campaign.as_str(), p.name.as_str(), p.code.as_deref()), ("c", "Ama", Some("AMA1")));
+        assert_eq!(p.status, ParticipantStatus::Active);
+        let bad = ParticipantInput {
+            code: Some("a-b"),
+            image_url: Some("http://x"),
+            status: Some("gone"),
+            ..Default::default()
+        };
+        let Err(DomainError::Validation(f)) = parse_new(&bad) else { panic!("must fail") };
+        let fields: Vec<&str> = f.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["campaignId", "name", "code", "imageUrl", "status"]);
+    }
+}

@@ -627,4 +627,30 @@ mod tests {
         assert_eq!(visible_tail("12345678"), "");
         assert_eq!(visible_tail("123456789"), "6789");
     }
+
+    #[test]
+    fn typed_views_read_what_is_set_and_default_the_rest() {
+        let n = NotificationsSettings::from_value(&json!({
+            "organizerEmail": "ops@example.com",
+            "email": {"smtpHost": " smtp.example.com ", "smtpPort": 70000, "password": {SEALED: "ct", "last4": ""}},
+            "sms": {"baseUrl": "https://sms.example.com", "senderId": "  "}
+        }));
+        assert_eq!(n.organizer_email.as_deref(), Some("ops@example.com"));
+        let smtp = n.email.expect("smtp");
+        assert_eq!(
+            (smtp.host.as_str(), smtp.port, smtp.password_sealed.as_deref()),
+            ("smtp.example.com", 25, Some("ct"))
+        );
+        assert_eq!((n.sms.base_url.as_deref(), n.sms.sender_id), (Some("https://sms.example.com"), None));
+        assert_eq!(
+            NotificationsSettings::from_value(&json!({"email": {"smtpHost": ""}})),
+            NotificationsSettings::default()
+        );
+
+        let o = OperationsSettings::from_value(&json!({"withdrawalApprovalAbove": 10.5, "modules": {"voting": false}}));
+        assert_eq!(o.withdrawal_approval_above, Some(1050));
+        assert_eq!(o.modules[0], ("voting", false));
+        assert!(o.modules[1..].iter().all(|(_, on)| *on));
+        assert_eq!(OperationsSettings::from_value(&Value::Null).withdrawal_approval_above, None);
+    }
 }

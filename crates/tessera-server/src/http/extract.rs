@@ -493,3 +493,72 @@ mod paged {
 fn form_urlencoded_parse(q: &str) -> form_urlencoded::Parse<'_> {
     form_urlencoded::parse(q.as_bytes())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One filter, refused when it says `bad`.
+    #[derive(Debug, Deserialize, IntoParams)]
+    #[serde(deny_unknown_fields)]
+    #[into_params(parameter_in = Query)]
+    struct KindFilter {
+        kind: Option<String>,
+    }
+
+    impl ListFilters for KindFilter {
+        type Parsed = Option<String>;
+        fn parse(self, check: &mut Check) -> Option<String> {
+            if self.kind.as_deref() == Some("bad") {
+                check.fail("kind", "is bad");
+            }
+            self.kind
+        }
+    }
+
+    async fn list(query: &str) -> Result<ListQuery<KindFilter>, ApiError> {
+        let request = axum::http::Request::get(format!("/items?{query}")).body(()).expect("request");
+        let (mut parts, ()) = request.into_parts();
+        ListQuery::<KindFilter>::from_request_parts(&mut parts, &()).await
+    }
+
+    async fn refusal(query: &str) -> Vec<(String, String)> {
+        match list(query).await {
+            Ok(_) => Vec::new(),
+            Err(e) => e.details.into_iter().map(|d| (d.field, d.message)).collect(),
+        }
+    }
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items.iter().map(|(f, m)| (f.to_string(), m.to_string())).collect()
+    }
+
+    #[tokio::test]
+    async fn page_limit_and_filters_are_parsed_together() {
+        let q = list("kind=a&page=3&limit=50").await.expect("valid");
+        assert_eq!((q.page.bounds(), q.filters.as_deref()), ((3, 50), Some("a")));
+        assert_eq!(list("").await.expect("valid").page.bounds(), (1, 20));
+        assert_eq!(
+            refusal("limit=0&kind=bad&page=x").await,
+            pairs(&[
+                ("page", "must be a whole number from 1 to 1000000"),
+                ("limit", "must be a whole number from 1 to 100"),
+                ("kind", "is bad"),
+            ])
+        );
+    }
+
+    #[tokio::test]
+    async fn unknown_and_repeated_parameters_are_refused_by_name() {
+        assert_eq!(refusal("page=1&page=2").await, pairs(&[("page", "must be given once")]));
+        assert_eq!(refusal("kind=a&kind=b").await, pairs(&[("kind", "must be given once")]));
+        assert_eq!(refusal("limit=5&other=1").await, pairs(&[("other", "unknown field")]));
+    }
+
+    #[test]
+    fn the_document_shows_the_filters_then_page_and_limit() {
+        let names: Vec<String> =
+            <ListQuery<KindFilter> as IntoParams>::into_params(|| None).into_iter().map(|p| p.name).collect();
+        assert_eq!(names, ["kind", "page", "limit"]);
+    }
+}
