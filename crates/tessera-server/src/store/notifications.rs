@@ -188,18 +188,18 @@ impl Store {
     /// Delivered: `sent`, and the job ends with it. `scrub` replaces the payload (a passcode
     /// is not kept once it has been sent).
     pub async fn notification_sent(&self, id: &str, scrub: Option<&Value>, now: i64) -> StoreResult<()> {
-        self.end_notification(id, "sent", None, scrub, now).await
+        self.end_notification(id, NotificationStatus::Sent, None, scrub, now).await
     }
 
     /// Given up: `failed` with the last error, and the job ends with it.
     pub async fn notification_failed(&self, id: &str, error: &str, scrub: Option<&Value>, now: i64) -> StoreResult<()> {
-        self.end_notification(id, "failed", Some(error), scrub, now).await
+        self.end_notification(id, NotificationStatus::Failed, Some(error), scrub, now).await
     }
 
     async fn end_notification(
         &self,
         id: &str,
-        status: &str,
+        status: NotificationStatus,
         error: Option<&str>,
         scrub: Option<&Value>,
         now: i64,
@@ -210,7 +210,7 @@ impl Store {
              sent_at = CASE WHEN $1 = 'sent' THEN $3 ELSE sent_at END, updated_at = $3, \
              payload = COALESCE($4, payload) WHERE id = $5",
         )
-        .bind(status)
+        .bind(status.as_str())
         .bind(error)
         .bind(now)
         .bind(scrub.map(Value::to_string))
