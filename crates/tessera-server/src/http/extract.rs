@@ -1,6 +1,6 @@
 //! Extractors: JSON bodies and queries with field-path error details (D1.3–D1.4), U+0000
-//! refused in any text they carry (one rule for SQLite and PostgreSQL), and the
-//! caller, whose type names the route's scheme and scopes so that no handler can skip a check:
+//! refused in any text they carry (one rule for SQLite and PostgreSQL), the query of every list
+//! route (`ListQuery`: page, limit and the route's filters, D1.8), and the caller, whose type names the route's scheme and scopes so that no handler can skip a check:
 //! `Signed<scope::SettingsRead>`, `DomainKey<scope::Storefront>`, `AnyKey<scope::CampaignsRead>`.
 //!
 //! The auth middleware has already checked the credentials (headers, key, timestamp, signature,
