@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::domain::money::to_ghs;
 use crate::domain::qr;
-use crate::domain::settings::SEALED;
+use crate::domain::settings::NotificationsSettings;
 use crate::state::AppState;
 use crate::store::notifications::Notification;
 
@@ -115,13 +115,13 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 
 /// The account's settings category (sealed secrets as stored), `{}` when absent.
 pub async fn settings_category(state: &AppState, account_id: &str, category: &str) -> anyhow::Result<Value> {
-    Ok(state
-        .store
-        .settings(account_id)
-        .await?
-        .into_iter()
-        .find_map(|(c, config)| (c == category).then_some(config))
-        .unwrap_or_else(|| json!({})))
+    Ok(state.store.settings_category(account_id, category).await?)
+}
+
+/// The account's `notifications` settings, typed (sealed secrets as stored).
+async fn notifications_settings(state: &AppState, account_id: &str) -> Result<NotificationsSettings, String> {
+    let v = settings_category(state, account_id, "notifications").await.map_err(|e| e.to_string())?;
+    Ok(NotificationsSettings::from_value(&v))
 }
 
 /// Branding for the layout (D13.4): the account's, or the platform's name and colour.
@@ -250,9 +250,8 @@ fn strip_tags(html: &str) -> String {
 }
 
 /// Decrypts a sealed settings secret at `path` (`notifications.config.sms.apiKey` …).
-fn unseal(state: &AppState, account_id: &str, path: &str, v: Option<&Value>) -> Option<String> {
-    let sealed = v?.get(SEALED)?.as_str()?;
-    let plain = state.keyring().decrypt(&format!("settings:{account_id}:{path}"), sealed)?;
+fn unseal(state: &AppState, account_id: &str, path: &str, sealed: Option<&str>) -> Option<String> {
+    let plain = state.keyring().decrypt(&format!("settings:{account_id}:{path}"), sealed?)?;
     String::from_utf8(plain.expose_secret().clone()).ok()
 }
 
@@ -265,21 +264,22 @@ struct Smtp {
     account_supplied: bool,
 }
 
-fn smtp_for(state: &AppState, account_id: &str, notifications: &Value, branding: &Value) -> Result<Smtp, String> {
-    let own = notifications.get("email").filter(|e| str_of(e, "smtpHost").is_some());
+fn smtp_for(
+    state: &AppState,
+    account_id: &str,
+    notifications: &NotificationsSettings,
+    branding: &Value,
+) -> Result<Smtp, String> {
     let platform_from = state.config.email.from.clone();
-    if let Some(e) = own {
-        let host = str_of(e, "smtpHost").unwrap_or_default().to_string();
-        let port = e.get("smtpPort").and_then(Value::as_u64).and_then(|p| u16::try_from(p).ok()).unwrap_or(25);
-        let password = unseal(state, account_id, "notifications.config.email.password", e.get("password"));
-        let credentials = str_of(e, "username").map(|u| (u.to_string(), password.unwrap_or_default()));
-        let from = match (str_of(e, "fromAddress"), str_of(e, "fromName").or_else(|| str_of(branding, "platformName")))
-        {
+    if let Some(e) = &notifications.email {
+        let password = unseal(state, account_id, "notifications.config.email.password", e.password_sealed.as_deref());
+        let credentials = e.username.clone().map(|u| (u, password.unwrap_or_default()));
+        let from = match (&e.from_address, e.from_name.as_deref().or_else(|| str_of(branding, "platformName"))) {
             (Some(a), Some(n)) => format!("{} <{a}>", n.replace(['<', '>', '"'], "")),
             (Some(a), None) => a.to_string(),
             (None, _) => platform_from,
         };
-        return Ok(Smtp { host, port, credentials, from, account_supplied: true });
+        return Ok(Smtp { host: e.host.clone(), port: e.port, credentials, from, account_supplied: true });
     }
     let url = state.config.email.smtp_url.expose_secret();
     if url.is_empty() {
@@ -332,7 +332,7 @@ pub async fn send_email(state: &AppState, n: &Notification, m: &Rendered) -> Res
     use lettre::transport::smtp::authentication::Credentials;
     use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-    let notifications = settings_category(state, &n.account_id, "notifications").await.map_err(|e| e.to_string())?;
+    let notifications = notifications_settings(state, &n.account_id).await?;
     let branding = settings_category(state, &n.account_id, "branding").await.map_err(|e| e.to_string())?;
     let smtp = smtp_for(state, &n.account_id, &notifications, &branding)?;
     guard_smtp_host(state, &smtp).await?;
@@ -361,13 +361,12 @@ pub async fn send_email(state: &AppState, n: &Notification, m: &Rendered) -> Res
 
 /// Sends one SMS through the account's gateway (D13.3).
 pub async fn send_sms(state: &AppState, n: &Notification, m: &Rendered) -> Result<(), String> {
-    let notifications = settings_category(state, &n.account_id, "notifications").await.map_err(|e| e.to_string())?;
+    let sms = notifications_settings(state, &n.account_id).await?.sms;
     let branding = settings_category(state, &n.account_id, "branding").await.map_err(|e| e.to_string())?;
-    let sms = notifications.get("sms").cloned().unwrap_or_else(|| json!({}));
-    let base = str_of(&sms, "baseUrl").ok_or("the account has no SMS gateway (notifications.sms.baseUrl)")?;
-    let key = unseal(state, &n.account_id, "notifications.config.sms.apiKey", sms.get("apiKey"))
+    let base = sms.base_url.as_deref().ok_or("the account has no SMS gateway (notifications.sms.baseUrl)")?;
+    let key = unseal(state, &n.account_id, "notifications.config.sms.apiKey", sms.api_key_sealed.as_deref())
         .ok_or("the account's SMS gateway has no usable apiKey")?;
-    let from = str_of(&sms, "senderId").or_else(|| str_of(&branding, "platformName")).unwrap_or("Tessera");
+    let from = sms.sender_id.as_deref().or_else(|| str_of(&branding, "platformName")).unwrap_or("Tessera").to_string();
     let url = format!("{}/messages", base.trim_end_matches('/'));
     let client = state.outbound.client_for(&url, true).map_err(|e| format!("SMS gateway URL refused: {e}"))?;
     let r = client

@@ -30,6 +30,14 @@ impl Check {
         }
     }
 
+    /// A field that must be present: its value, or "is required" recorded.
+    pub fn required<T>(&mut self, field: &str, v: Option<T>) -> Option<T> {
+        if v.is_none() {
+            self.fail(field, "is required");
+        }
+        v
+    }
+
     /// How many rules are broken so far.
     pub fn len(&self) -> usize {
         self.0.len()

@@ -1,9 +1,48 @@
 //! Domain types and rules: parsing, state machines, money. No axum, no sqlx.
+
+/// An enum stored and sent as one of a fixed set of strings: `ALL` (in the listed order),
+/// `as_str`, and `parse`, whose refusal names the field with the given message.
+macro_rules! str_enum {
+    ($(#[$meta:meta])* pub enum $name:ident { $($variant:ident = $text:literal),+ $(,)? } else $refusal:literal) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name {
+            $($variant),+
+        }
+
+        impl $name {
+            pub const ALL: [$name; [$($text),+].len()] = [$($name::$variant),+];
+            /// Every value as stored and sent.
+            pub const NAMES: [&'static str; [$($text),+].len()] = [$($text),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            pub fn parse(field: &str, s: &str) -> Result<Self, $crate::domain::DomainError> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err($crate::domain::DomainError::field(field, $refusal)),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
 pub mod accounts;
 pub mod campaigns;
 pub mod check;
 pub mod ledger;
 pub mod money;
+pub mod notifications;
 pub mod participants;
 pub mod payments;
 pub mod portal;
@@ -12,6 +51,7 @@ pub mod scopes;
 pub mod settings;
 pub mod submissions;
 pub mod ticket_types;
+pub mod tickets;
 pub mod time;
 pub mod withdrawals;
 

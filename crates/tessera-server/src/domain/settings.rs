@@ -1,6 +1,7 @@
 //! Settings (D4): categories, secret masking, and the provider summary shown by `/context`.
 use serde_json::{Map, Value};
 
+use super::check::Check;
 use super::DomainError;
 
 pub const CATEGORIES: [&str; 9] =
@@ -13,6 +14,41 @@ pub fn parse_category(field: &str, s: &str) -> Result<&'static str, DomainError>
         .into_iter()
         .find(|c| *c == s)
         .ok_or_else(|| DomainError::field(field, format!("unknown category {s:?}; one of {}", CATEGORIES.join(", "))))
+}
+
+/// The categories a `GET /settings` query asks for: `categories` (or `categories[]`) as a comma
+/// list or repeated, each named once in the order first asked; all when none is asked.
+pub fn parse_categories(pairs: impl IntoIterator<Item = (String, String)>) -> Result<Vec<&'static str>, DomainError> {
+    let mut check = Check::new();
+    let mut wanted: Vec<&'static str> = Vec::new();
+    for (k, v) in pairs {
+        if k != "categories" && k != "categories[]" {
+            check.fail(k, "unknown field");
+            continue;
+        }
+        for c in v.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+            if let Some(c) = check.take(parse_category("categories", c)) {
+                if !wanted.contains(&c) {
+                    wanted.push(c);
+                }
+            }
+        }
+    }
+    check.finish()?;
+    Ok(if wanted.is_empty() { CATEGORIES.to_vec() } else { wanted })
+}
+
+/// The `config` of a `PATCH /settings/:category` body: a free-form object (D1.4) whose keys
+/// pass [`check_patch`].
+pub fn parse_patch(config: Option<Value>) -> Result<Value, DomainError> {
+    let patch = match config {
+        Some(p @ Value::Object(_)) => p,
+        Some(_) => return Err(DomainError::field("config", "must be an object")),
+        None => return Err(DomainError::field("config", "is required")),
+    };
+    super::check::free_object("config", &patch)?;
+    check_patch("config", &patch)?;
+    Ok(patch)
 }
 
 /// Secret-looking keys (D4.3): write-only, encrypted at rest, read back masked.
@@ -42,34 +78,30 @@ pub fn visible_tail(plain: &str) -> String {
 /// the sealed marker, so a client cannot forge a sealed value), and a secret-looking key holds
 /// a string (or `null`, which deletes it), at any depth, inside arrays too.
 pub fn check_patch(field: &str, patch: &Value) -> Result<(), DomainError> {
-    let mut errors = Vec::new();
-    check_patch_at(field, patch, &mut errors);
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(DomainError::Validation(errors))
-    }
+    let mut check = Check::new();
+    check_patch_at(field, patch, &mut check);
+    check.finish()
 }
 
-fn check_patch_at(path: &str, v: &Value, errors: &mut Vec<super::FieldError>) {
+fn check_patch_at(path: &str, v: &Value, check: &mut Check) {
     match v {
         Value::Object(m) => {
             for (k, child) in m {
                 let p = format!("{path}.{k}");
                 if k.starts_with('$') {
-                    errors.push(super::FieldError::new(p, "keys starting with '$' are reserved"));
+                    check.fail(p, "keys starting with '$' are reserved");
                     continue;
                 }
                 if is_secret_key(k) && !matches!(child, Value::String(_) | Value::Null) {
-                    errors.push(super::FieldError::new(p, "a secret must be a string"));
+                    check.fail(p, "a secret must be a string");
                     continue;
                 }
-                check_patch_at(&p, child, errors);
+                check_patch_at(&p, child, check);
             }
         }
         Value::Array(a) => {
             for (i, child) in a.iter().enumerate() {
-                check_patch_at(&format!("{path}[{i}]"), child, errors);
+                check_patch_at(&format!("{path}[{i}]"), child, check);
             }
         }
         _ => {}
@@ -218,12 +250,12 @@ const CHANNELS: [&str; 5] = ["web", "ussd", "telegram", "whatsapp", "withdrawal"
 pub const MODULES: [&str; 5] = ["voting", "donations", "ticketing", "submissions", "myTickets"];
 
 struct V<'a> {
-    errors: &'a mut Vec<super::FieldError>,
+    check: &'a mut Check,
 }
 
 impl V<'_> {
     fn fail(&mut self, path: &str, msg: impl Into<String>) {
-        self.errors.push(super::FieldError::new(format!("config.{path}"), msg));
+        self.check.fail(format!("config.{path}"), msg);
     }
     fn bool(&mut self, o: &Map<String, Value>, k: &str, path: &str) {
         if let Some(v) = o.get(k) {
@@ -280,12 +312,179 @@ impl V<'_> {
     }
 }
 
+// Typed views of the categories the code reads (`notifications`, `operations`; `payments`
+// beside them): each reads a stored category object as the rules of `validate` let it be, and
+// reads what is absent or unusable as the documented default.
+
+/// The `payments` settings category as the payment flows read it (D4, D5.4, D11.2, D12.3,
+/// D14.1). Unknown or mistyped members read as absent (the settings route validated them on
+/// the way in); provider names stay names here, routing resolves them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PaymentsSettings {
+    /// `useSharedDefaults` (default true): the platform's provider credentials, not the account's.
+    pub use_shared_defaults: bool,
+    /// `channels.<channel>.provider`.
+    pub channel_providers: std::collections::BTreeMap<String, String>,
+    pub default_provider: Option<String>,
+    pub fallback_provider: Option<String>,
+    pub payout_provider: Option<String>,
+    /// `providers.<name>`: the account's own credentials.
+    pub own: std::collections::BTreeMap<String, OwnProvider>,
+    pub fee_percent: Option<f64>,
+    pub fee_fixed: Option<f64>,
+    pub fee_bearer: Option<super::payments::FeeBearer>,
+}
+
+/// An account's own credentials for one provider: the secret as stored (sealed) and an optional
+/// base URL of its own.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OwnProvider {
+    pub sealed_secret: Option<String>,
+    pub base_url: Option<String>,
+}
+
+impl PaymentsSettings {
+    /// Reads the stored category object (`{}` when the account has none).
+    pub fn from_value(v: &Value) -> Self {
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        let entries = |k: &str| v.get(k).and_then(Value::as_object).into_iter().flatten();
+        PaymentsSettings {
+            use_shared_defaults: v.get("useSharedDefaults").and_then(Value::as_bool).unwrap_or(true),
+            channel_providers: entries("channels")
+                .filter_map(|(channel, c)| Some((channel.clone(), text(c.get("provider"))?)))
+                .collect(),
+            default_provider: text(v.get("defaultProvider")),
+            fallback_provider: text(v.get("fallbackProvider")),
+            payout_provider: text(v.get("payoutProvider")),
+            own: entries("providers")
+                .map(|(name, p)| {
+                    let sealed = p.get("secretKey").and_then(|s| s.get(SEALED));
+                    let own = OwnProvider { sealed_secret: text(sealed), base_url: text(p.get("baseUrl")) };
+                    (name.clone(), own)
+                })
+                .collect(),
+            fee_percent: v.get("feePercent").and_then(Value::as_f64),
+            fee_fixed: v.get("feeFixed").and_then(Value::as_f64),
+            fee_bearer: v.get("feeBearer").and_then(Value::as_str).map(|b| match b {
+                "customer" => super::payments::FeeBearer::Customer,
+                _ => super::payments::FeeBearer::Organizer,
+            }),
+        }
+    }
+
+    /// The fee rule in force (D12.3): the account's `feePercent`, `feeFixed`, `feeBearer`, each
+    /// falling back to the platform's default percentage and fixed part; `organizer` bears it
+    /// unless `customer` is set.
+    pub fn fee_policy(&self, default_percent: f64, default_fixed: f64) -> super::payments::FeePolicy {
+        let pct = self.fee_percent.or(Some(default_percent)).and_then(super::payments::percent_hundredths).unwrap_or(0);
+        let fixed = self.fee_fixed.unwrap_or(default_fixed).max(0.0);
+        super::payments::FeePolicy {
+            percent_hundredths: pct,
+            fixed: (fixed * 100.0).round() as i64,
+            bearer: self.fee_bearer.unwrap_or(super::payments::FeeBearer::Organizer),
+        }
+    }
+}
+
+/// A non-empty string after trimming (a setting left blank counts as not set).
+fn setting_str(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+/// The ciphertext of a sealed secret at `key` (D4.3), if one is stored there.
+fn sealed_at(v: &Value, key: &str) -> Option<String> {
+    v.get(key)?.get(SEALED)?.as_str().map(str::to_string)
+}
+
+/// The `notifications` category (D9.2, D13.2–D13.3).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NotificationsSettings {
+    /// Where campaign status changes are mailed (D13.2), as stored.
+    pub organizer_email: Option<String>,
+    /// The account's own SMTP server, when `email.smtpHost` is set.
+    pub email: Option<SmtpSettings>,
+    pub sms: SmsSettings,
+}
+
+/// `notifications.email`: the account's SMTP server and sender.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SmtpSettings {
+    pub host: String,
+    /// 25 unless a valid port is set.
+    pub port: u16,
+    pub username: Option<String>,
+    /// The sealed password (`notifications.config.email.password`).
+    pub password_sealed: Option<String>,
+    pub from_address: Option<String>,
+    pub from_name: Option<String>,
+}
+
+/// `notifications.sms`: the account's HTTP SMS gateway.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SmsSettings {
+    pub base_url: Option<String>,
+    /// The sealed key (`notifications.config.sms.apiKey`).
+    pub api_key_sealed: Option<String>,
+    pub sender_id: Option<String>,
+}
+
+impl NotificationsSettings {
+    /// The typed view of a stored `notifications` object (`{}` when never written).
+    pub fn from_value(v: &Value) -> Self {
+        let email = v.get("email").filter(|e| setting_str(e, "smtpHost").is_some()).map(|e| SmtpSettings {
+            host: setting_str(e, "smtpHost").unwrap_or_default(),
+            port: e.get("smtpPort").and_then(Value::as_u64).and_then(|p| u16::try_from(p).ok()).unwrap_or(25),
+            username: setting_str(e, "username"),
+            password_sealed: sealed_at(e, "password"),
+            from_address: setting_str(e, "fromAddress"),
+            from_name: setting_str(e, "fromName"),
+        });
+        let sms = v.get("sms").map_or_else(SmsSettings::default, |s| SmsSettings {
+            base_url: setting_str(s, "baseUrl"),
+            api_key_sealed: sealed_at(s, "apiKey"),
+            sender_id: setting_str(s, "senderId"),
+        });
+        NotificationsSettings {
+            organizer_email: v
+                .get("organizerEmail")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            email,
+            sms,
+        }
+    }
+}
+
+/// The `operations` category: modules and the withdrawal approval threshold (D14.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperationsSettings {
+    /// Withdrawals strictly above this many pesewas wait for an approval; none when unset.
+    pub withdrawal_approval_above: Option<i64>,
+    /// Each of [`MODULES`], in that order: on unless set to `false`.
+    pub modules: [(&'static str, bool); MODULES.len()],
+}
+
+impl OperationsSettings {
+    /// The typed view of a stored `operations` object (`{}` when never written).
+    pub fn from_value(v: &Value) -> Self {
+        let configured = v.get("modules");
+        OperationsSettings {
+            withdrawal_approval_above: v
+                .get("withdrawalApprovalAbove")
+                .filter(|t| !t.is_null())
+                .and_then(|t| super::money::from_ghs("withdrawalApprovalAbove", t).ok()),
+            modules: MODULES.map(|m| (m, configured.and_then(|c| c.get(m)).and_then(Value::as_bool).unwrap_or(true))),
+        }
+    }
+}
+
 /// Validates the known keys of a category's (merged) config (D4.2). Unknown keys are kept.
 pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
     super::check::free_object("config", config)?;
     let Some(o) = config.as_object() else { return Err(DomainError::field("config", "must be an object")) };
-    let mut errors = Vec::new();
-    let mut v = V { errors: &mut errors };
+    let mut check = Check::new();
+    let mut v = V { check: &mut check };
     match category {
         "payments" => {
             v.bool(o, "useSharedDefaults", "");
@@ -394,11 +593,7 @@ pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
         }
         _ => {}
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(DomainError::Validation(errors))
-    }
+    check.finish()
 }
 
 /// Outbound URLs an account supplies (provider and SMS `baseUrl`) must pass the private-address
@@ -422,19 +617,13 @@ pub fn check_outbound_urls(category: &str, config: &Value, allow_private: bool) 
         }
         _ => {}
     }
-    let errors: Vec<super::FieldError> = urls
-        .into_iter()
-        .filter_map(|(field, url)| {
-            crate::providers::outbound::check_account_url(url, allow_private)
-                .err()
-                .map(|why| super::FieldError::new(field, why))
-        })
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(DomainError::Validation(errors))
+    let mut check = Check::new();
+    for (field, url) in urls {
+        if let Err(why) = crate::providers::outbound::check_account_url(url, allow_private) {
+            check.fail(field, why);
+        }
     }
+    check.finish()
 }
 
 #[cfg(test)]
@@ -507,5 +696,31 @@ mod tests {
     fn short_secrets_show_no_characters() {
         assert_eq!(visible_tail("12345678"), "");
         assert_eq!(visible_tail("123456789"), "6789");
+    }
+
+    #[test]
+    fn typed_views_read_what_is_set_and_default_the_rest() {
+        let n = NotificationsSettings::from_value(&json!({
+            "organizerEmail": "ops@example.com",
+            "email": {"smtpHost": " smtp.example.com ", "smtpPort": 70000, "password": {SEALED: "ct", "last4": ""}},
+            "sms": {"baseUrl": "https://sms.example.com", "senderId": "  "}
+        }));
+        assert_eq!(n.organizer_email.as_deref(), Some("ops@example.com"));
+        let smtp = n.email.expect("smtp");
+        assert_eq!(
+            (smtp.host.as_str(), smtp.port, smtp.password_sealed.as_deref()),
+            ("smtp.example.com", 25, Some("ct"))
+        );
+        assert_eq!((n.sms.base_url.as_deref(), n.sms.sender_id), (Some("https://sms.example.com"), None));
+        assert_eq!(
+            NotificationsSettings::from_value(&json!({"email": {"smtpHost": ""}})),
+            NotificationsSettings::default()
+        );
+
+        let o = OperationsSettings::from_value(&json!({"withdrawalApprovalAbove": 10.5, "modules": {"voting": false}}));
+        assert_eq!(o.withdrawal_approval_above, Some(1050));
+        assert_eq!(o.modules[0], ("voting", false));
+        assert!(o.modules[1..].iter().all(|(_, on)| *on));
+        assert_eq!(OperationsSettings::from_value(&Value::Null).withdrawal_approval_above, None);
     }
 }

@@ -6,8 +6,16 @@ use super::money;
 use super::DomainError;
 
 pub const KINDS: [&str; 6] = ["paid", "free", "early_bird", "vip", "student", "group"];
-pub const STATUSES: [&str; 3] = ["active", "inactive", "archived"];
 pub const FIELD_TYPES: [&str; 6] = ["text", "email", "phone", "number", "select", "date"];
+
+str_enum! {
+    /// Whether a ticket type is on sale (`active`); `sold_out` is derived, never stored.
+    pub enum TicketTypeStatus {
+        Active = "active",
+        Inactive = "inactive",
+        Archived = "archived",
+    } else "must be one of active, inactive, archived"
+}
 
 fn one_of(field: &str, s: &str, allowed: &[&str]) -> Result<String, DomainError> {
     if allowed.contains(&s) {
@@ -26,7 +34,7 @@ pub struct NewTicketType {
     pub price: i64,
     pub quantity_available: i64,
     pub max_per_person: i64,
-    pub status: String,
+    pub status: TicketTypeStatus,
     pub required_attendee_fields: Value,
 }
 
@@ -80,7 +88,7 @@ pub fn parse(prefix: &str, i: &TicketTypeInput<'_>, check: &mut Check) -> Option
         Some(m) => check.take(int_in(&f("max_per_person"), m, 1, 100)),
         None => Some(10),
     };
-    let status = check.take(one_of(&f("status"), i.status.unwrap_or("active"), &STATUSES));
+    let status = check.take(TicketTypeStatus::parse(&f("status"), i.status.unwrap_or("active")));
     if let (Some(is_free), Some(price)) = (i.is_free, price) {
         if is_free != (price == 0) {
             check.fail(f("is_free"), "must be true exactly when price is 0");
@@ -100,6 +108,42 @@ pub fn parse(prefix: &str, i: &TicketTypeInput<'_>, check: &mut Check) -> Option
         status: status?,
         required_attendee_fields: fields?,
     })
+}
+
+/// Parses `POST /ticket-types`: the campaign it names and the ticket type.
+pub fn parse_new(campaign_id: Option<&str>, i: &TicketTypeInput<'_>) -> Result<(String, NewTicketType), DomainError> {
+    let mut check = Check::new();
+    let campaign = check.required("campaignId", campaign_id);
+    let parsed = parse("", i, &mut check);
+    check.finish()?;
+    Ok((campaign.unwrap_or_default().to_string(), parsed.ok_or_else(incomplete)?))
+}
+
+/// Parses `POST /ticket-types/bootstrap`: the campaign it names and its 1–50 ticket types.
+pub fn parse_bootstrap(
+    campaign_id: Option<&str>,
+    items: Option<&[TicketTypeInput<'_>]>,
+) -> Result<(String, Vec<NewTicketType>), DomainError> {
+    let mut check = Check::new();
+    let campaign = check.required("campaignId", campaign_id);
+    let mut types = Vec::new();
+    match items {
+        None => check.fail("ticketTypes", "is required"),
+        Some(list) if list.is_empty() || list.len() > 50 => check.fail("ticketTypes", "must have 1 to 50 items"),
+        Some(list) => {
+            for (n, item) in list.iter().enumerate() {
+                types.extend(parse(&format!("ticketTypes[{n}]."), item, &mut check));
+            }
+        }
+    }
+    check.finish()?;
+    Ok((campaign.unwrap_or_default().to_string(), types))
+}
+
+/// A parse that broke no rule yet returned nothing (cannot happen: every field it needs is
+/// either required or defaulted).
+fn incomplete() -> DomainError {
+    DomainError::field("body", "is incomplete")
 }
 
 /// `required_attendee_fields`: at most 50 items `{key, label, type, required, options?}`, keys

@@ -13,7 +13,9 @@
 //!    none takes the charge, the transaction and its hold are dropped as if never opened (502).
 use crate::domain::campaigns::{CampaignStatus, CampaignType};
 use crate::domain::money::to_ghs;
+use crate::domain::participants::ParticipantStatus;
 use crate::domain::payments::{new_reference, Order, TransactionType, TxStatus, CURRENCY};
+use crate::domain::ticket_types::TicketTypeStatus;
 use crate::domain::time::now_ms;
 use crate::domain::DomainError;
 use crate::providers::payments::{adapter, ChargeRequest, ProviderError};
@@ -110,7 +112,7 @@ async fn price(state: &AppState, account: &str, o: &Order) -> FlowResult<Priced>
             if tt.campaign_id != campaign.id {
                 return Err(StoreError::NotFound("ticket type").into());
             }
-            if tt.status != "active" {
+            if tt.status != TicketTypeStatus::Active {
                 return Err(conflict("this ticket type is not on sale"));
             }
             if o.quantity > tt.max_per_person {
@@ -130,7 +132,7 @@ async fn price(state: &AppState, account: &str, o: &Order) -> FlowResult<Priced>
             if p.campaign_id != campaign.id {
                 return Err(StoreError::NotFound("participant").into());
             }
-            if p.status != "active" {
+            if p.status != ParticipantStatus::Active {
                 return Err(conflict("this participant does not take votes"));
             }
             let vote_price =

@@ -25,9 +25,10 @@
 //! Transfer webhooks are a trigger to ask the verify API, never proof on their own (D6.2–3).
 use serde_json::Value;
 
-use crate::domain::money::{from_ghs, to_ghs};
+use crate::domain::money::to_ghs;
 use crate::domain::new_id;
 use crate::domain::payments::{next_poll_delay_ms, retry_delay_ms, CURRENCY};
+use crate::domain::settings::OperationsSettings;
 use crate::domain::time::now_ms;
 use crate::domain::withdrawals::{needs_approval, WithdrawalRequest, WithdrawalStatus, PROVIDER_DOWN_LIMIT_MS};
 use crate::providers::payments::{adapter, ProviderError, ProviderId, RemoteStatus, TransferRequest, TransferState};
@@ -60,15 +61,10 @@ pub enum Requested {
     Known(KeyState),
 }
 
-/// The account's approval threshold (`operations.withdrawalApprovalAbove`, GHS), in pesewas.
+/// The account's approval threshold (`operations.withdrawalApprovalAbove`), in pesewas.
 async fn approval_threshold(state: &AppState, account_id: &str) -> Result<Option<i64>, StoreError> {
-    let settings = state.store.settings(account_id).await?;
-    Ok(settings
-        .iter()
-        .find(|(c, _)| c == "operations")
-        .and_then(|(_, config)| config.get("withdrawalApprovalAbove"))
-        .filter(|v| !v.is_null())
-        .and_then(|v| from_ghs("withdrawalApprovalAbove", v).ok()))
+    let operations = state.store.settings_category(account_id, "operations").await?;
+    Ok(OperationsSettings::from_value(&operations).withdrawal_approval_above)
 }
 
 /// Asks for a withdrawal (see the module docs). `parse` checks the body, after the key's state

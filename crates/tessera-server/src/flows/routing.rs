@@ -3,7 +3,8 @@
 //! are read once per call, typed ([`PaymentsSettings`]).
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::domain::payments::{FeePolicy, PaymentsSettings};
+use crate::domain::payments::FeePolicy;
+use crate::domain::settings::PaymentsSettings;
 use crate::providers::payments::{Credentials, ProviderId};
 use crate::state::AppState;
 use crate::store::StoreError;

@@ -26,6 +26,13 @@ pub struct Pagination {
     pub has_more: bool,
 }
 
+impl Pagination {
+    /// Page `page` of `limit` items among `total`.
+    pub fn of(page: u32, limit: u32, total: u64) -> Self {
+        Pagination { page, limit, total, has_more: u64::from(page) * u64::from(limit) < total }
+    }
+}
+
 /// Success envelope, as documented (the server builds it in [`ApiResponse`]).
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -7,28 +7,12 @@ use super::audit::{record, Audit};
 use super::query::{contains_pattern, Arg, Filter};
 use super::sqlite_read::{FromRow, Get};
 use super::{unique_to_conflict, Store, StoreError, StoreResult, UpdateError};
+pub use crate::domain::campaigns::Campaign;
 use crate::domain::campaigns::{search_text, CampaignStatus, CampaignType};
+use crate::domain::notifications::NotificationChannel;
+use crate::domain::settings::NotificationsSettings;
 use crate::domain::time::now_ms;
 use crate::domain::{new_id, DomainError};
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Campaign {
-    pub id: String,
-    pub title: String,
-    pub slug: String,
-    pub description: String,
-    pub campaign_type: CampaignType,
-    pub status: CampaignStatus,
-    pub start_date: i64,
-    pub end_date: i64,
-    pub vote_price: Option<i64>,
-    pub verification_required: bool,
-    pub metadata: Value,
-    pub ticket_type_count: i64,
-    pub participant_count: i64,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
 
 /// Which campaigns a list shows (D3.4 visibility plus the query filters).
 #[derive(Debug, Default, Clone)]
@@ -281,7 +265,7 @@ impl Store {
             f.and("status = ?", Arg::Text(s.as_str().into()));
         }
         if q.approved_only {
-            f.and("status = ?", Arg::Text("approved".into()));
+            f.and("status = ?", Arg::Text(CampaignStatus::Approved.as_str().into()));
         }
         if let Some(id) = &q.only_id {
             f.and("id = ?", Arg::Text(id.clone()));
@@ -305,18 +289,16 @@ pub(crate) async fn queue_status_notification(
     let Some(row) = row else { return Ok(()) };
     let config: String = sqlx::Row::try_get(&row, "config")?;
     let config: serde_json::Value = serde_json::from_str(&config).unwrap_or_default();
-    let Some(to) = config.get("organizerEmail").and_then(serde_json::Value::as_str).filter(|s| !s.is_empty()) else {
-        return Ok(());
-    };
+    let Some(to) = NotificationsSettings::from_value(&config).organizer_email else { return Ok(()) };
     let payload = serde_json::json!({
         "campaignId": after.id,
         "from": before.status.as_str(),
         "to": after.status.as_str(),
     });
     let n = super::notifications::NewNotification {
-        channel: "email",
+        channel: NotificationChannel::Email.as_str(),
         event_type: "campaign.status.updated",
-        recipient: to,
+        recipient: &to,
         subject: None,
         payload: &payload,
     };

@@ -9,17 +9,18 @@ use super::jobs::{self, queue};
 use super::query::{Arg, Filter};
 use super::{Store, StoreError, StoreResult};
 use crate::domain::new_id;
+use crate::domain::notifications::{NotificationChannel, NotificationRequest, NotificationStatus};
 
 #[derive(Debug, Clone)]
 pub struct Notification {
     pub id: String,
     pub account_id: String,
-    pub channel: String,
+    pub channel: NotificationChannel,
     pub event_type: String,
     pub recipient: String,
     pub subject: Option<String>,
     pub payload: Value,
-    pub status: String,
+    pub status: NotificationStatus,
     pub attempts: i64,
     pub last_error: Option<String>,
     pub sent_at: Option<i64>,
@@ -42,16 +43,19 @@ const COLUMNS: &str = "id, account_id, channel, event_type, recipient, subject, 
 
 fn from_row(r: &AnyRow) -> StoreResult<Notification> {
     let payload: String = r.try_get("payload")?;
+    let channel: String = r.try_get("channel")?;
+    let status: String = r.try_get("status")?;
+    let corrupt = |what: &str| StoreError::Corrupt(format!("notification {what}"));
     Ok(Notification {
         id: r.try_get("id")?,
         account_id: r.try_get("account_id")?,
-        channel: r.try_get("channel")?,
+        channel: NotificationChannel::parse("channel", &channel).map_err(|_| corrupt("channel"))?,
         event_type: r.try_get("event_type")?,
         recipient: r.try_get("recipient")?,
         subject: r.try_get("subject")?,
         payload: serde_json::from_str(&payload)
             .map_err(|e| StoreError::Corrupt(format!("notification payload: {e}")))?,
-        status: r.try_get("status")?,
+        status: NotificationStatus::parse("status", &status).map_err(|_| corrupt("status"))?,
         attempts: r.try_get("attempts")?,
         last_error: r.try_get("last_error")?,
         sent_at: r.try_get("sent_at")?,
@@ -89,8 +93,8 @@ pub(crate) async fn queue_notification(
 /// Which notifications a list shows.
 #[derive(Debug, Default, Clone)]
 pub struct NotificationQuery {
-    pub status: Option<String>,
-    pub channel: Option<String>,
+    pub status: Option<NotificationStatus>,
+    pub channel: Option<NotificationChannel>,
     pub page: u32,
     pub limit: u32,
 }
@@ -100,21 +104,28 @@ impl Store {
     pub async fn create_notification(
         &self,
         account_id: &str,
-        n: &NewNotification<'_>,
+        r: NotificationRequest,
         now: i64,
     ) -> StoreResult<Notification> {
+        let n = NewNotification {
+            channel: r.channel.as_str(),
+            event_type: &r.event_type,
+            recipient: &r.recipient,
+            subject: r.subject.as_deref(),
+            payload: &r.payload,
+        };
         let mut tx = self.writer().begin().await?;
-        let id = queue_notification(&mut tx, account_id, n, now).await?;
+        let id = queue_notification(&mut tx, account_id, &n, now).await?;
         tx.commit().await?;
         Ok(Notification {
             id,
             account_id: account_id.to_string(),
-            channel: n.channel.to_string(),
-            event_type: n.event_type.to_string(),
-            recipient: n.recipient.to_string(),
-            subject: n.subject.map(str::to_string),
-            payload: n.payload.clone(),
-            status: "queued".into(),
+            channel: r.channel,
+            event_type: r.event_type,
+            recipient: r.recipient,
+            subject: r.subject,
+            payload: r.payload,
+            status: NotificationStatus::Queued,
             attempts: 0,
             last_error: None,
             sent_at: None,
@@ -151,11 +162,11 @@ impl Store {
     ) -> StoreResult<(Vec<Notification>, u64)> {
         let mut f = Filter::new();
         f.and("account_id = ?", Arg::Text(account_id.into()));
-        if let Some(s) = &q.status {
-            f.and("status = ?", Arg::Text(s.clone()));
+        if let Some(s) = q.status {
+            f.and("status = ?", Arg::Text(s.as_str().into()));
         }
-        if let Some(c) = &q.channel {
-            f.and("channel = ?", Arg::Text(c.clone()));
+        if let Some(c) = q.channel {
+            f.and("channel = ?", Arg::Text(c.as_str().into()));
         }
         self.page(COLUMNS, "FROM notifications", "created_at DESC, id DESC", &f, (q.page, q.limit), from_row).await
     }
@@ -177,18 +188,18 @@ impl Store {
     /// Delivered: `sent`, and the job ends with it. `scrub` replaces the payload (a passcode
     /// is not kept once it has been sent).
     pub async fn notification_sent(&self, id: &str, scrub: Option<&Value>, now: i64) -> StoreResult<()> {
-        self.end_notification(id, "sent", None, scrub, now).await
+        self.end_notification(id, NotificationStatus::Sent, None, scrub, now).await
     }
 
     /// Given up: `failed` with the last error, and the job ends with it.
     pub async fn notification_failed(&self, id: &str, error: &str, scrub: Option<&Value>, now: i64) -> StoreResult<()> {
-        self.end_notification(id, "failed", Some(error), scrub, now).await
+        self.end_notification(id, NotificationStatus::Failed, Some(error), scrub, now).await
     }
 
     async fn end_notification(
         &self,
         id: &str,
-        status: &str,
+        status: NotificationStatus,
         error: Option<&str>,
         scrub: Option<&Value>,
         now: i64,
@@ -199,7 +210,7 @@ impl Store {
              sent_at = CASE WHEN $1 = 'sent' THEN $3 ELSE sent_at END, updated_at = $3, \
              payload = COALESCE($4, payload) WHERE id = $5",
         )
-        .bind(status)
+        .bind(status.as_str())
         .bind(error)
         .bind(now)
         .bind(scrub.map(Value::to_string))

@@ -6,35 +6,29 @@ use super::audit::{record, Audit};
 use super::query::{contains_pattern, Arg, Filter};
 use super::{unique_to_conflict, Store, StoreError, StoreResult};
 use crate::domain::new_id;
-use crate::domain::participants::generated_code;
+pub use crate::domain::participants::NewParticipant;
+use crate::domain::participants::{generated_code, ParticipantStatus};
 use crate::domain::time::now_ms;
 
+/// A nominee as stored, with the votes counted for it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Participant {
     pub id: String,
     pub campaign_id: String,
+    pub status: ParticipantStatus,
+    pub votes: i64,
     pub name: String,
     pub code: String,
     pub description: Option<String>,
     pub image_url: Option<String>,
-    pub status: String,
-    pub votes: i64,
     pub created_at: i64,
-}
-
-pub struct NewParticipant {
-    pub name: String,
-    pub code: Option<String>,
-    pub description: Option<String>,
-    pub image_url: Option<String>,
-    pub status: String,
 }
 
 #[derive(Debug, Default, Clone)]
 pub struct ParticipantQuery {
     pub campaign_id: Option<String>,
     pub search: Option<String>,
-    pub status: Option<String>,
+    pub status: Option<ParticipantStatus>,
     pub page: u32,
     pub limit: u32,
 }
@@ -42,6 +36,7 @@ pub struct ParticipantQuery {
 const COLUMNS: &str = "id, campaign_id, name, code, description, image_url, status, votes, created_at";
 
 fn from_row(r: &AnyRow) -> StoreResult<Participant> {
+    let status: String = r.try_get("status")?;
     Ok(Participant {
         id: r.try_get("id")?,
         campaign_id: r.try_get("campaign_id")?,
@@ -49,7 +44,8 @@ fn from_row(r: &AnyRow) -> StoreResult<Participant> {
         code: r.try_get("code")?,
         description: r.try_get("description")?,
         image_url: r.try_get("image_url")?,
-        status: r.try_get("status")?,
+        status: ParticipantStatus::parse("status", &status)
+            .map_err(|_| StoreError::Corrupt("participant status".into()))?,
         votes: r.try_get("votes")?,
         created_at: r.try_get("created_at")?,
     })
@@ -121,13 +117,12 @@ impl Store {
         .bind(format!("{}\n{}", p.name.to_lowercase(), code.to_lowercase()))
         .bind(p.description.as_deref())
         .bind(p.image_url.as_deref())
-        .bind(&p.status)
+        .bind(p.status.as_str())
         .bind(now)
         .execute(&mut *tx)
         .await
         .map_err(|e| unique_to_conflict(e, "a participant with this code already exists in the campaign"))?;
-        let summary =
-            serde_json::json!({"after": {"campaignId": campaign_id, "name": p.name, "code": code, "status": p.status}});
+        let summary = serde_json::json!({"after": {"campaignId": campaign_id, "name": p.name, "code": code, "status": p.status.as_str()}});
         record(&mut tx, account_id, &Audit { entity_id: &id, summary, ..audit }).await?;
         tx.commit().await?;
         Ok(Participant {
@@ -156,8 +151,8 @@ impl Store {
         if let Some(s) = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
             f.and("search_text LIKE ? ESCAPE '\\'", Arg::Text(contains_pattern(&s.to_lowercase())));
         }
-        if let Some(s) = &q.status {
-            f.and("status = ?", Arg::Text(s.clone()));
+        if let Some(s) = q.status {
+            f.and("status = ?", Arg::Text(s.as_str().into()));
         }
         self.page(COLUMNS, "FROM participants", "created_at DESC, id DESC", &f, (q.page, q.limit), from_row).await
     }

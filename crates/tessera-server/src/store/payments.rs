@@ -15,6 +15,7 @@ use super::query::{Arg, Filter};
 use super::sqlite_read::Get;
 use super::{Store, StoreError, StoreResult};
 use crate::domain::payments::{TransactionType, TxStatus};
+use crate::domain::tickets::TicketStatus;
 
 /// A stored transaction.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,7 +127,7 @@ pub struct Ticket {
     pub id: String,
     pub ticket_code: String,
     pub qr_token: String,
-    pub status: String,
+    pub status: TicketStatus,
     pub checked_in: bool,
     pub checked_in_at: Option<i64>,
     pub checked_in_by: Option<String>,
@@ -152,7 +153,8 @@ pub(crate) fn ticket_from_row(r: &impl Get) -> StoreResult<Ticket> {
         id: r.get("id")?,
         ticket_code: r.get("ticket_code")?,
         qr_token: r.get("qr_token")?,
-        status: r.get("status")?,
+        status: TicketStatus::parse("status", &r.get::<String>("status")?)
+            .map_err(|_| StoreError::Corrupt("ticket status".into()))?,
         checked_in: r.get::<i64>("checked_in")? != 0,
         checked_in_at: r.get("checked_in_at")?,
         checked_in_by: r.get("checked_in_by")?,

@@ -7,8 +7,9 @@ use sqlx::Row;
 use super::audit::{record, Audit};
 use super::query::{Arg, Filter};
 use super::{Store, StoreError, StoreResult};
+use crate::domain::campaigns::{CampaignStatus, CampaignType};
 use crate::domain::new_id;
-use crate::domain::ticket_types::NewTicketType;
+use crate::domain::ticket_types::{NewTicketType, TicketTypeStatus};
 use crate::domain::time::now_ms;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -23,7 +24,7 @@ pub struct TicketType {
     pub quantity_sold: i64,
     pub quantity_held: i64,
     pub max_per_person: i64,
-    pub status: String,
+    pub status: TicketTypeStatus,
     pub required_attendee_fields: Value,
     pub created_at: i64,
 }
@@ -34,6 +35,7 @@ const COLUMNS: &str =
 
 fn from_row(r: &AnyRow) -> StoreResult<TicketType> {
     let fields: String = r.try_get("required_attendee_fields")?;
+    let status: String = r.try_get("status")?;
     Ok(TicketType {
         id: r.try_get("id")?,
         campaign_id: r.try_get("campaign_id")?,
@@ -45,7 +47,8 @@ fn from_row(r: &AnyRow) -> StoreResult<TicketType> {
         quantity_sold: r.try_get("quantity_sold")?,
         quantity_held: r.try_get("quantity_held")?,
         max_per_person: r.try_get("max_per_person")?,
-        status: r.try_get("status")?,
+        status: TicketTypeStatus::parse("status", &status)
+            .map_err(|_| StoreError::Corrupt("ticket type status".into()))?,
         required_attendee_fields: serde_json::from_str(&fields)
             .map_err(|_| StoreError::Corrupt("attendee fields".into()))?,
         created_at: r.try_get("created_at")?,
@@ -82,7 +85,7 @@ async fn insert(
     .bind(t.price)
     .bind(t.quantity_available)
     .bind(t.max_per_person)
-    .bind(&t.status)
+    .bind(t.status.as_str())
     .bind(t.required_attendee_fields.to_string())
     .bind(now)
     .execute(conn)
@@ -98,7 +101,7 @@ async fn insert(
         quantity_sold: 0,
         quantity_held: 0,
         max_per_person: t.max_per_person,
-        status: t.status.clone(),
+        status: t.status,
         required_attendee_fields: t.required_attendee_fields.clone(),
         created_at: now,
     })
@@ -117,9 +120,9 @@ async fn refusal(conn: &mut sqlx::AnyConnection, account_id: &str, campaign_id: 
         Ok(Some(r)) => {
             let kind: String = r.try_get("campaign_type").unwrap_or_default();
             let status: String = r.try_get("status").unwrap_or_default();
-            if kind != "ticketing" {
+            if kind != CampaignType::Ticketing.as_str() {
                 StoreError::Conflict("ticket types belong to ticketing campaigns only".into())
-            } else if status == "archived" {
+            } else if status == CampaignStatus::Archived.as_str() {
                 StoreError::Conflict("the campaign is archived".into())
             } else if bootstrap {
                 StoreError::Conflict(
@@ -133,6 +136,38 @@ async fn refusal(conn: &mut sqlx::AnyConnection, account_id: &str, campaign_id: 
     }
 }
 
+/// Counts `n` new ticket types on their campaign with one conditional update, so that only a
+/// ticketing campaign that is not archived takes them (and, for a bootstrap, only while it has
+/// none); when no row matched, [`refusal`] says why.
+async fn count_on_campaign(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+    campaign_id: &str,
+    n: i64,
+    bootstrap: bool,
+    now: i64,
+) -> StoreResult<()> {
+    let sql = if bootstrap {
+        "UPDATE campaigns SET ticket_type_count = $1, updated_at = $2 \
+         WHERE account_id = $3 AND id = $4 AND campaign_type = 'ticketing' AND status <> 'archived' AND ticket_type_count = 0"
+    } else {
+        "UPDATE campaigns SET ticket_type_count = ticket_type_count + $1, updated_at = $2 \
+         WHERE account_id = $3 AND id = $4 AND campaign_type = 'ticketing' AND status <> 'archived'"
+    };
+    let matched = sqlx::query(sql)
+        .bind(n)
+        .bind(now)
+        .bind(account_id)
+        .bind(campaign_id)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+    if matched == 0 {
+        return Err(refusal(conn, account_id, campaign_id, bootstrap).await);
+    }
+    Ok(())
+}
+
 impl Store {
     pub async fn create_ticket_type(
         &self,
@@ -143,19 +178,7 @@ impl Store {
     ) -> StoreResult<TicketType> {
         let now = now_ms();
         let mut tx = self.writer().begin().await?;
-        let n = sqlx::query(
-            "UPDATE campaigns SET ticket_type_count = ticket_type_count + 1, updated_at = $1 \
-             WHERE account_id = $2 AND id = $3 AND campaign_type = 'ticketing' AND status <> 'archived'",
-        )
-        .bind(now)
-        .bind(account_id)
-        .bind(campaign_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if n == 0 {
-            return Err(refusal(&mut tx, account_id, campaign_id, false).await);
-        }
+        count_on_campaign(&mut tx, account_id, campaign_id, 1, false, now).await?;
         let created = insert(&mut tx, account_id, campaign_id, t, now).await?;
         let summary = serde_json::json!({"after": {"campaignId": campaign_id, "name": created.name, "price": created.price, "quantity_available": created.quantity_available}});
         record(&mut tx, account_id, &Audit { entity_id: &created.id, summary, ..audit }).await?;
@@ -173,20 +196,7 @@ impl Store {
     ) -> StoreResult<Vec<TicketType>> {
         let now = now_ms();
         let mut tx = self.writer().begin().await?;
-        let n = sqlx::query(
-            "UPDATE campaigns SET ticket_type_count = $1, updated_at = $2 \
-             WHERE account_id = $3 AND id = $4 AND campaign_type = 'ticketing' AND status <> 'archived' AND ticket_type_count = 0",
-        )
-        .bind(types.len() as i64)
-        .bind(now)
-        .bind(account_id)
-        .bind(campaign_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if n == 0 {
-            return Err(refusal(&mut tx, account_id, campaign_id, true).await);
-        }
+        count_on_campaign(&mut tx, account_id, campaign_id, types.len() as i64, true, now).await?;
         let mut created = Vec::with_capacity(types.len());
         for t in types {
             created.push(insert(&mut tx, account_id, campaign_id, t, now).await?);
@@ -206,8 +216,8 @@ impl Store {
     ) -> StoreResult<(Vec<TicketType>, u64)> {
         let mut f = Filter::new();
         f.and("t.account_id = ?", Arg::Text(account_id.into()));
-        f.and("t.status = ?", Arg::Text("active".into()));
-        f.and("c.status = ?", Arg::Text("approved".into()));
+        f.and("t.status = ?", Arg::Text(TicketTypeStatus::Active.as_str().into()));
+        f.and("c.status = ?", Arg::Text(CampaignStatus::Approved.as_str().into()));
         if let Some(c) = &q.campaign_id {
             f.and("t.campaign_id = ?", Arg::Text(c.clone()));
         }

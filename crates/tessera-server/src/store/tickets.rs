@@ -10,6 +10,7 @@ use super::payments::{ticket_from_row, Ticket, TICKET_COLUMNS, TICKET_FROM};
 use super::query::Arg;
 use super::sqlite_read::Get;
 use super::{Store, StoreError, StoreResult};
+use crate::domain::campaigns::CampaignStatus;
 
 /// A ticket and whether its campaign still allows check-in.
 #[derive(Debug, Clone)]
@@ -53,7 +54,7 @@ pub fn checkin_writer(store: Store) -> CheckinWriter {
 
 fn gate_from_row(r: &impl Get) -> StoreResult<GateTicket> {
     let status: String = r.get("campaign_status")?;
-    Ok(GateTicket { ticket: ticket_from_row(r)?, campaign_archived: status == "archived" })
+    Ok(GateTicket { ticket: ticket_from_row(r)?, campaign_archived: status == CampaignStatus::Archived.as_str() })
 }
 
 impl Store {

@@ -5,125 +5,137 @@ use serde_json::Value;
 use utoipa::openapi::schema::Object;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{audit, campaign_id, optional, pagination, reject_if_any, PageParams};
-use crate::domain::campaigns::{parse_slug, slugify, CampaignStatus, CampaignType};
-use crate::domain::check::{free_object, text, Check};
-use crate::domain::time::{parse_rfc3339, rfc3339};
-use crate::domain::{money, DomainError};
 use std::sync::Arc;
 
 use axum::response::Response;
 
-use crate::http::envelope::{ok_rendered_page, ApiResponse, Envelope, ListEnvelope};
+use super::{audit, campaign_id};
+use crate::domain::campaigns::{parse_new, parse_update, CampaignInput, CampaignStatus, CampaignType};
+use crate::domain::check::Check;
+use crate::domain::money;
+use crate::domain::time::rfc3339;
+use crate::http::envelope::{ok_rendered_page, ApiResponse, Envelope, ListEnvelope, Pagination};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{scope, AnyKey, ApiJson, ApiQuery, Scheme, Signed};
+use crate::http::extract::{scope, AnyKey, ApiJson, ListFilters, ListQuery, Scheme, Signed};
 use crate::http::openapi::{string_enum, AnyKeyErrors, BodyErrors, Conflict, NotFound, QueryErrors, SignedErrors};
 use crate::state::AppState;
 use crate::store::campaigns::{Campaign, CampaignQuery};
 use crate::store::page_cache::Rendered;
 
-/// Body of `POST /campaigns` (spec "Campaign", D3.1–D3.2).
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({
-    "title": "Accra Jazz Night",
-    "description": "An evening of live jazz at the Alliance Française, Accra.",
-    "campaign_type": "ticketing",
-    "start_date": "2027-03-06T18:00:00Z",
-    "end_date": "2027-03-07T01:00:00Z",
-    "metadata": {"externalId": "evt-42"}
-}))]
-pub struct CampaignIn {
-    /// 3–255 characters (after trimming).
-    #[schema(value_type = String, required = true, min_length = 3, max_length = 255)]
-    pub title: Option<String>,
-    /// 10–5000 characters (after trimming).
-    #[schema(value_type = String, required = true, min_length = 10, max_length = 5000)]
-    pub description: Option<String>,
-    #[schema(schema_with = campaign_type_schema, required = true)]
-    pub campaign_type: Option<String>,
-    /// The initial moderation state stands as given (D3.1).
-    #[schema(schema_with = campaign_status_schema, required = false)]
-    pub status: Option<String>,
-    /// RFC 3339 with offset; before `end_date`.
-    #[schema(value_type = String, format = DateTime, required = true)]
-    pub start_date: Option<String>,
-    /// RFC 3339 with offset; after `start_date`.
-    #[schema(value_type = String, format = DateTime, required = true)]
-    pub end_date: Option<String>,
-    /// Free-form object: external identifiers and integration data; ≤ 16 KiB serialized,
-    /// depth ≤ 8 (D1.4).
-    #[schema(value_type = Object, required = false)]
-    pub metadata: Option<Value>,
-    /// 3–100 characters of a-z, 0-9 and '-'; unique per account (409); made from the title
-    /// when omitted.
-    #[schema(value_type = String, min_length = 3, max_length = 100, pattern = "^[a-z0-9-]{3,100}$", required = false)]
-    pub slug: Option<String>,
-    /// GHS per vote, at most 2 decimals; required (> 0) for voting campaigns, ignored otherwise.
-    #[schema(value_type = f64, exclusive_minimum = 0, maximum = 10_000_000, multiple_of = 0.01, required = false)]
-    pub vote_price: Option<Value>,
-    pub verification_required: Option<bool>,
-}
-
-/// Body of `PATCH /campaigns/:campaignId`: the rules of [`CampaignIn`], every field optional
-/// (D3.3). A `status` moves the campaign along D3.1 (409 `invalid_transition` otherwise).
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"status": "pending_approval", "end_date": "2027-03-07T02:00:00Z"}))]
-pub struct CampaignPatch {
-    /// 3–255 characters (after trimming).
-    #[schema(value_type = String, min_length = 3, max_length = 255, required = false)]
-    pub title: Option<String>,
-    /// 10–5000 characters (after trimming).
-    #[schema(value_type = String, min_length = 10, max_length = 5000, required = false)]
-    pub description: Option<String>,
-    /// Cannot change once the campaign has ticket types or participants (409).
-    #[schema(schema_with = campaign_type_schema, required = false)]
-    pub campaign_type: Option<String>,
-    #[schema(schema_with = campaign_status_schema, required = false)]
-    pub status: Option<String>,
-    /// RFC 3339 with offset; before `end_date`.
-    #[schema(value_type = String, format = DateTime, required = false)]
-    pub start_date: Option<String>,
-    /// RFC 3339 with offset; after `start_date`.
-    #[schema(value_type = String, format = DateTime, required = false)]
-    pub end_date: Option<String>,
-    /// Replaces the stored metadata; ≤ 16 KiB serialized, depth ≤ 8 (D1.4).
-    #[schema(value_type = Object, required = false)]
-    pub metadata: Option<Value>,
-    /// 3–100 characters of a-z, 0-9 and '-'; unique per account (409).
-    #[schema(value_type = String, min_length = 3, max_length = 100, pattern = "^[a-z0-9-]{3,100}$", required = false)]
-    pub slug: Option<String>,
-    /// GHS per vote, at most 2 decimals; > 0 on voting campaigns.
-    #[schema(value_type = f64, exclusive_minimum = 0, maximum = 10_000_000, multiple_of = 0.01, required = false)]
-    pub vote_price: Option<Value>,
-    pub verification_required: Option<bool>,
-}
-
-impl From<CampaignPatch> for CampaignIn {
-    fn from(p: CampaignPatch) -> Self {
-        CampaignIn {
-            title: p.title,
-            description: p.description,
-            campaign_type: p.campaign_type,
-            status: p.status,
-            start_date: p.start_date,
-            end_date: p.end_date,
-            metadata: p.metadata,
-            slug: p.slug,
-            vote_price: p.vote_price,
-            verification_required: p.verification_required,
+/// The fields of a campaign body, shared by `CampaignIn` and `CampaignPatch`: `$req` marks
+/// the fields a create requires, and the docs that differ between the two are given per body.
+macro_rules! campaign_body {
+    (
+        $(#[$meta:meta])* pub struct $name:ident (required: $req:tt) {
+            $(#[$type_doc:meta])* campaign_type;
+            $(#[$status_doc:meta])* status;
+            $(#[$metadata_doc:meta])* metadata;
+            $(#[$slug_doc:meta])* slug;
+            $(#[$price_doc:meta])* vote_price;
         }
+    ) => {
+        #[derive(Debug, Default, Deserialize, ToSchema)]
+        #[serde(deny_unknown_fields)]
+        $(#[$meta])*
+        pub struct $name {
+            /// 3–255 characters (after trimming).
+            #[schema(value_type = String, required = $req, min_length = 3, max_length = 255)]
+            pub title: Option<String>,
+            /// 10–5000 characters (after trimming).
+            #[schema(value_type = String, required = $req, min_length = 10, max_length = 5000)]
+            pub description: Option<String>,
+            $(#[$type_doc])*
+            #[schema(schema_with = campaign_type_schema, required = $req)]
+            pub campaign_type: Option<String>,
+            $(#[$status_doc])*
+            #[schema(schema_with = campaign_status_schema, required = false)]
+            pub status: Option<String>,
+            /// RFC 3339 with offset; before `end_date`.
+            #[schema(value_type = String, format = DateTime, required = $req)]
+            pub start_date: Option<String>,
+            /// RFC 3339 with offset; after `start_date`.
+            #[schema(value_type = String, format = DateTime, required = $req)]
+            pub end_date: Option<String>,
+            $(#[$metadata_doc])*
+            #[schema(value_type = Object, required = false)]
+            pub metadata: Option<Value>,
+            $(#[$slug_doc])*
+            #[schema(value_type = String, min_length = 3, max_length = 100, pattern = "^[a-z0-9-]{3,100}$", required = false)]
+            pub slug: Option<String>,
+            $(#[$price_doc])*
+            #[schema(value_type = f64, exclusive_minimum = 0, maximum = 10_000_000, multiple_of = 0.01, required = false)]
+            pub vote_price: Option<Value>,
+            pub verification_required: Option<bool>,
+        }
+
+        impl $name {
+            /// The body's fields, for the domain's rules.
+            fn input(&self) -> CampaignInput<'_> {
+                CampaignInput {
+                    title: self.title.as_deref(),
+                    description: self.description.as_deref(),
+                    campaign_type: self.campaign_type.as_deref(),
+                    status: self.status.as_deref(),
+                    start_date: self.start_date.as_deref(),
+                    end_date: self.end_date.as_deref(),
+                    metadata: self.metadata.as_ref(),
+                    slug: self.slug.as_deref(),
+                    vote_price: self.vote_price.as_ref(),
+                    verification_required: self.verification_required,
+                }
+            }
+        }
+    };
+}
+
+campaign_body! {
+    /// Body of `POST /campaigns` (spec "Campaign", D3.1–D3.2).
+    #[schema(example = json!({
+        "title": "Accra Jazz Night",
+        "description": "An evening of live jazz at the Alliance Française, Accra.",
+        "campaign_type": "ticketing",
+        "start_date": "2027-03-06T18:00:00Z",
+        "end_date": "2027-03-07T01:00:00Z",
+        "metadata": {"externalId": "evt-42"}
+    }))]
+    pub struct CampaignIn (required: true) {
+        campaign_type;
+        /// The initial moderation state stands as given (D3.1).
+        status;
+        /// Free-form object: external identifiers and integration data; ≤ 16 KiB serialized,
+        /// depth ≤ 8 (D1.4).
+        metadata;
+        /// 3–100 characters of a-z, 0-9 and '-'; unique per account (409); made from the title
+        /// when omitted.
+        slug;
+        /// GHS per vote, at most 2 decimals; required (> 0) for voting campaigns, ignored otherwise.
+        vote_price;
+    }
+}
+
+campaign_body! {
+    /// Body of `PATCH /campaigns/:campaignId`: the rules of [`CampaignIn`], every field optional
+    /// (D3.3). A `status` moves the campaign along D3.1 (409 `invalid_transition` otherwise).
+    #[schema(example = json!({"status": "pending_approval", "end_date": "2027-03-07T02:00:00Z"}))]
+    pub struct CampaignPatch (required: false) {
+        /// Cannot change once the campaign has ticket types or participants (409).
+        campaign_type;
+        status;
+        /// Replaces the stored metadata; ≤ 16 KiB serialized, depth ≤ 8 (D1.4).
+        metadata;
+        /// 3–100 characters of a-z, 0-9 and '-'; unique per account (409).
+        slug;
+        /// GHS per vote, at most 2 decimals; > 0 on voting campaigns.
+        vote_price;
     }
 }
 
 fn campaign_type_schema() -> Object {
-    string_enum(&["voting", "donation", "ticketing"], "The kind of campaign.")
+    string_enum(&CampaignType::NAMES, "The kind of campaign.")
 }
 
 fn campaign_status_schema() -> Object {
-    let all: Vec<&str> = CampaignStatus::ALL.iter().map(|s| s.as_str()).collect();
-    string_enum(&all, "Moderation state (D3.1); draft by default.")
+    string_enum(&CampaignStatus::NAMES, "Moderation state (D3.1); draft by default.")
 }
 
 /// The whole campaign record.
@@ -187,115 +199,6 @@ pub struct CampaignUpdatedOut {
     pub updated_at: String,
 }
 
-fn date(check: &mut Check, field: &str, v: &Option<String>) -> Option<i64> {
-    let s = v.as_deref()?;
-    let parsed = parse_rfc3339(s);
-    if parsed.is_none() {
-        check.fail(field, "must be an RFC 3339 date-time with offset, e.g. 2027-01-31T18:00:00Z");
-    }
-    parsed
-}
-
-/// Applies `input` to `base` (a blank campaign on create) under every rule of the spec and D3.
-fn build(input: &CampaignIn, base: Option<&Campaign>) -> Result<(Campaign, bool), DomainError> {
-    let creating = base.is_none();
-    let mut check = Check::new();
-    let mut c = base.cloned().unwrap_or_else(|| Campaign {
-        id: String::new(),
-        title: String::new(),
-        slug: String::new(),
-        description: String::new(),
-        campaign_type: CampaignType::Donation,
-        status: CampaignStatus::Draft,
-        start_date: 0,
-        end_date: 0,
-        vote_price: None,
-        verification_required: false,
-        metadata: Value::Object(Default::default()),
-        ticket_type_count: 0,
-        participant_count: 0,
-        created_at: 0,
-        updated_at: 0,
-    });
-    if creating {
-        for (field, missing) in [
-            ("title", input.title.is_none()),
-            ("description", input.description.is_none()),
-            ("campaign_type", input.campaign_type.is_none()),
-            ("start_date", input.start_date.is_none()),
-            ("end_date", input.end_date.is_none()),
-        ] {
-            if missing {
-                check.fail(field, "is required");
-            }
-        }
-    }
-    if let Some(t) = input.title.as_deref().and_then(|t| check.take(text("title", t, 3, 255))) {
-        c.title = t;
-    }
-    if let Some(d) = input.description.as_deref().and_then(|d| check.take(text("description", d, 10, 5000))) {
-        c.description = d;
-    }
-    if let Some(t) = input.campaign_type.as_deref().and_then(|t| check.take(CampaignType::parse("campaign_type", t))) {
-        if !creating && t != c.campaign_type && (c.ticket_type_count > 0 || c.participant_count > 0) {
-            return Err(DomainError::Conflict(
-                "the campaign type cannot change once it has ticket types or participants".into(),
-            ));
-        }
-        c.campaign_type = t;
-    }
-    let before_dates = check.len();
-    if let Some(s) = input.start_date.as_ref().and(date(&mut check, "start_date", &input.start_date)) {
-        c.start_date = s;
-    }
-    if let Some(e) = input.end_date.as_ref().and(date(&mut check, "end_date", &input.end_date)) {
-        c.end_date = e;
-    }
-    let dates_parsed = check.len() == before_dates;
-    let dates_known = !creating || (input.start_date.is_some() && input.end_date.is_some());
-    if (input.start_date.is_some() || input.end_date.is_some())
-        && dates_parsed
-        && dates_known
-        && c.start_date >= c.end_date
-    {
-        check.fail("end_date", "must be after start_date");
-    }
-    if let Some(m) = &input.metadata {
-        if check.take(free_object("metadata", m)).is_some() {
-            c.metadata = m.clone();
-        }
-    }
-    let slug_chosen = input.slug.is_some();
-    if let Some(s) = input.slug.as_deref().and_then(|s| check.take(parse_slug("slug", s))) {
-        c.slug = s;
-    } else if creating && !slug_chosen {
-        c.slug = slugify(&c.title);
-    }
-    if let Some(v) = input.verification_required {
-        c.verification_required = v;
-    }
-    let before_price = check.len();
-    if let Some(p) = &input.vote_price {
-        if let Some(p) = check.take(money::from_ghs("vote_price", p)) {
-            c.vote_price = Some(p);
-        }
-    }
-    if c.campaign_type == CampaignType::Voting {
-        if check.len() == before_price && c.vote_price.is_none_or(|p| p <= 0) {
-            check.fail("vote_price", "voting campaigns need a vote_price greater than 0");
-        }
-    } else {
-        c.vote_price = None;
-    }
-    let status = input.status.as_deref().and_then(|s| check.take(CampaignStatus::parse("status", s)));
-    // Every 400 first; the state machine (409) only judges an otherwise valid request.
-    check.finish()?;
-    if let Some(s) = status {
-        c.status = if creating { s } else { c.status.move_to(s)? };
-    }
-    Ok((c, slug_chosen))
-}
-
 /// POST /api/white-label/v1/campaigns — Signed — campaigns:write
 #[utoipa::path(
     post, path = "/api/white-label/v1/campaigns", operation_id = "campaigns_create", tag = "campaigns",
@@ -311,7 +214,7 @@ pub async fn create(
     caller: Signed<scope::CampaignsWrite>,
     ApiJson(input): ApiJson<CampaignIn>,
 ) -> ApiResult<CampaignCreatedOut> {
-    let (campaign, slug_chosen) = build(&input, None)?;
+    let (campaign, slug_chosen) = parse_new(&input.input())?;
     let c = state
         .store
         .create_campaign(&caller.account_id, campaign, slug_chosen, audit(&caller, "campaign.created", "campaign"))
@@ -342,14 +245,13 @@ pub async fn update(
     Path(id): Path<String>,
     ApiJson(patch): ApiJson<CampaignPatch>,
 ) -> ApiResult<CampaignUpdatedOut> {
-    let id = campaign_id(&id)?;
-    let input = CampaignIn::from(patch);
+    let input = patch.input();
     let c = state
         .store
         .update_campaign(
             &caller.account_id,
-            id,
-            |current| build(&input, Some(current)).map(|(c, _)| c),
+            campaign_id(&id)?,
+            |current| parse_update(&input, current),
             audit(&caller, "campaign.updated", "campaign"),
         )
         .await?;
@@ -376,29 +278,35 @@ pub async fn show(
     Ok(ApiResponse::ok(CampaignOut::from(c, true)))
 }
 
+/// The filters of `GET /campaigns`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct ListParams {
+pub struct CampaignFilters {
     /// Case-insensitive match on title and slug.
     #[param(max_length = 255)]
     pub search: Option<String>,
     /// One campaign status.
     #[param(schema_with = campaign_status_schema)]
     pub status: Option<String>,
-    /// Page number, from 1 (default 1).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
-    pub page: Option<String>,
-    /// Items per page, 1–100 (default 20).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
+}
+
+impl ListFilters for CampaignFilters {
+    type Parsed = (Option<String>, Option<CampaignStatus>);
+    fn parse(self, check: &mut Check) -> Self::Parsed {
+        let status = self.status.and_then(|s| check.take(CampaignStatus::parse("status", &s)));
+        if self.search.as_ref().is_some_and(|s| s.chars().count() > 255) {
+            check.fail("search", "must be at most 255 characters");
+        }
+        (self.search, status)
+    }
 }
 
 /// GET /api/white-label/v1/campaigns — Form 1: Domain-key; Form 2: Signed — campaigns:read
 #[utoipa::path(
     get, path = "/api/white-label/v1/campaigns", operation_id = "campaigns_list", tag = "campaigns",
     security(("signed" = []), ("domainKey" = [])),
-    params(ListParams),
+    params(ListQuery<CampaignFilters>),
     responses(
         (status = 200, description = "Newest first. Signed: every campaign of the account; public key: approved ones; campaign key: its campaign if approved", body = ListEnvelope<CampaignOut>),
         AnyKeyErrors, QueryErrors,
@@ -407,21 +315,12 @@ pub struct ListParams {
 pub async fn list(
     State(state): State<AppState>,
     caller: AnyKey<scope::CampaignsRead>,
-    ApiQuery(q): ApiQuery<ListParams>,
+    q: ListQuery<CampaignFilters>,
 ) -> Result<Response, ApiError> {
-    let mut details = Vec::new();
-    let (page, limit) = PageParams { page: q.page.clone(), limit: q.limit.clone() }.parse(&mut details);
-    let status = optional(&mut details, q.status.as_deref(), |s| CampaignStatus::parse("status", s))?;
-    if q.search.as_ref().is_some_and(|s| s.chars().count() > 255) {
-        details.push(crate::http::error::Detail {
-            field: "search".into(),
-            message: "must be at most 255 characters".into(),
-        });
-    }
-    reject_if_any(details)?;
+    let ((search, status), (page, limit)) = (q.filters, q.page.bounds());
     let signed = caller.scheme == Scheme::Signed;
     let query = CampaignQuery {
-        search: q.search,
+        search,
         status,
         only_id: if signed { None } else { caller.campaign_id.clone() },
         approved_only: !signed,
@@ -439,12 +338,12 @@ pub async fn list(
         query.search
     );
     if let Some(hit) = cache.and_then(|(version, pages)| pages.get(&key, version)) {
-        return Ok(ok_rendered_page(&hit.data_json, Some(&pagination(hit.page, hit.limit, hit.total))));
+        return Ok(ok_rendered_page(&hit.data_json, Some(&Pagination::of(hit.page, hit.limit, hit.total))));
     }
     let (items, total) = state.store.list_campaigns(&caller.account_id, &query).await?;
     let items: Vec<CampaignOut> = items.into_iter().map(|c| CampaignOut::from(c, signed)).collect();
     let page = Rendered { data_json: serde_json::to_vec(&items).map_err(ApiError::internal)?, page, limit, total };
-    let answer = ok_rendered_page(&page.data_json, Some(&pagination(page.page, limit, total)));
+    let answer = ok_rendered_page(&page.data_json, Some(&q.page.pagination(total)));
     if let Some((version, pages)) = cache {
         pages.put(key, version, Arc::new(page));
     }

@@ -2,8 +2,10 @@
 //! boot: the approved domain, the key's campaign scope and the enabled modules.
 use axum::extract::State;
 use serde::Serialize;
+use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::domain::settings::OperationsSettings;
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::ApiResult;
 use crate::http::extract::{scope, DomainKey};
@@ -24,7 +26,7 @@ pub struct ConfigOut {
     /// Modules from `operations` settings: voting, donations, ticketing, submissions,
     /// myTickets (each true unless turned off).
     #[schema(value_type = Object)]
-    pub modules: serde_json::Map<String, serde_json::Value>,
+    pub modules: serde_json::Map<String, Value>,
 }
 
 /// GET /api/white-label/v1/config — Domain-key — settings:read
@@ -38,17 +40,8 @@ pub struct ConfigOut {
 )]
 pub async fn show(State(state): State<AppState>, caller: DomainKey<scope::SettingsRead>) -> ApiResult<ConfigOut> {
     let view = state.directory.account_view(&caller.account_id).await?;
-    let configured = view
-        .settings
-        .get("operations")
-        .and_then(|v| v.get("modules"))
-        .and_then(|m| m.as_object())
-        .cloned()
-        .unwrap_or_default();
-    let modules = crate::domain::settings::MODULES
-        .iter()
-        .map(|m| (m.to_string(), serde_json::Value::Bool(configured.get(*m).and_then(|v| v.as_bool()).unwrap_or(true))))
-        .collect();
+    let operations = OperationsSettings::from_value(view.settings.get("operations").unwrap_or(&Value::Null));
+    let modules = operations.modules.iter().map(|(m, on)| (m.to_string(), Value::Bool(*on))).collect();
     Ok(ApiResponse::ok(ConfigOut {
         domain: caller.domain.clone().unwrap_or_default(),
         account_slug: view.account.slug.clone(),

@@ -1,17 +1,16 @@
 //! The account's money (D12.4, D16.2–3): balance and ledger entries, each a sum or a row of
 //! the append-only ledger.
 use axum::extract::State;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
-use super::{pagination, reject_if_any, PageParams};
 use crate::domain::money::to_ghs;
 use crate::domain::payments::CURRENCY;
 use crate::domain::time::{now_ms, rfc3339};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::ApiResult;
-use crate::http::extract::{scope, ApiQuery, Signed};
+use crate::http::extract::{scope, ListQuery, NoFilters, Signed};
 use crate::http::openapi::{QueryErrors, SignedErrors};
 use crate::state::AppState;
 
@@ -63,34 +62,19 @@ pub struct LedgerEntryOut {
     pub settles_at: String,
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct LedgerParams {
-    /// Page number, from 1 (default 1).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
-    pub page: Option<String>,
-    /// Items per page, 1–100 (default 20).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
-}
-
 /// GET /api/white-label/v1/ledger — Signed — withdrawals:write
 #[utoipa::path(
     get, path = "/api/white-label/v1/ledger", tag = "ledger", operation_id = "ledger_list",
     security(("signed" = [])),
-    params(LedgerParams),
+    params(ListQuery<NoFilters>),
     responses((status = 200, description = "Ledger entries, newest first", body = ListEnvelope<LedgerEntryOut>), SignedErrors, QueryErrors)
 )]
 pub async fn list(
     State(state): State<AppState>,
     caller: Signed<scope::WithdrawalsWrite>,
-    ApiQuery(q): ApiQuery<LedgerParams>,
+    q: ListQuery<NoFilters>,
 ) -> ApiResult<Vec<LedgerEntryOut>> {
-    let mut details = Vec::new();
-    let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
-    reject_if_any(details)?;
-    let (items, total) = state.store.ledger_entries(&caller.account_id, (page, limit)).await?;
+    let (items, total) = state.store.ledger_entries(&caller.account_id, q.page.bounds()).await?;
     let out = items
         .into_iter()
         .map(|e| LedgerEntryOut {
@@ -102,5 +86,5 @@ pub async fn list(
             settles_at: rfc3339(e.settles_at),
         })
         .collect();
-    Ok(ApiResponse::list(out, pagination(page, limit, total)))
+    Ok(ApiResponse::list(out, q.page.pagination(total)))
 }

@@ -5,16 +5,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{optional, pagination, reject_if_any, PageParams};
-use crate::domain::check::{email, free_object, phone, text, Check};
+use crate::domain::check::Check;
+use crate::domain::notifications::{parse_request, NotificationChannel, NotificationInput, NotificationStatus};
 use crate::domain::time::{now_ms, rfc3339};
-use crate::domain::{DomainError, FieldError};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{scope, ApiJson, ApiQuery, Signed};
-use crate::http::openapi::{BodyErrors, NotFound, QueryErrors, SignedErrors};
+use crate::http::error::ApiResult;
+use crate::http::extract::{scope, ApiJson, ListFilters, ListQuery, Signed};
+use crate::http::openapi::{string_enum, BodyErrors, NotFound, QueryErrors, SignedErrors};
 use crate::state::AppState;
-use crate::store::notifications::{NewNotification, Notification, NotificationQuery};
+use crate::store::notifications::{Notification, NotificationQuery};
 
 /// Body of `POST /notifications`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -33,6 +32,19 @@ pub struct NotificationIn {
     /// Template variables, or direct content (`title`, `html`, `text`); free-form, ≤ 16 KiB.
     #[schema(value_type = Option<Object>)]
     pub payload: Option<Value>,
+}
+
+impl NotificationIn {
+    /// The body's fields, for the domain's rules.
+    fn input(&self) -> NotificationInput<'_> {
+        NotificationInput {
+            channel: self.channel.as_deref(),
+            event_type: self.event_type.as_deref(),
+            recipient: self.recipient.as_deref(),
+            subject: self.subject.as_deref(),
+            payload: self.payload.as_ref(),
+        }
+    }
 }
 
 /// A notification and its delivery state.
@@ -60,11 +72,11 @@ impl From<Notification> for NotificationOut {
     fn from(n: Notification) -> Self {
         NotificationOut {
             id: n.id,
-            channel: n.channel,
+            channel: n.channel.as_str().into(),
             event_type: n.event_type,
             recipient: n.recipient,
             subject: n.subject,
-            status: n.status,
+            status: n.status.as_str().into(),
             attempts: n.attempts,
             last_error: n.last_error,
             sent_at: n.sent_at.map(rfc3339),
@@ -85,20 +97,6 @@ pub struct AcceptedOut {
     pub event_type: String,
 }
 
-fn parse_channel(field: &str, s: &str) -> Result<String, DomainError> {
-    match s {
-        "email" | "sms" => Ok(s.to_string()),
-        _ => Err(DomainError::Validation(vec![FieldError::new(field, "must be email or sms")])),
-    }
-}
-
-fn parse_status(field: &str, s: &str) -> Result<String, DomainError> {
-    match s {
-        "queued" | "sending" | "sent" | "failed" => Ok(s.to_string()),
-        _ => Err(DomainError::Validation(vec![FieldError::new(field, "must be queued, sending, sent or failed")])),
-    }
-}
-
 /// POST /api/white-label/v1/notifications — Signed — notifications:write
 #[utoipa::path(
     post, path = "/api/white-label/v1/notifications", tag = "notifications", operation_id = "notifications_create",
@@ -114,60 +112,11 @@ pub async fn create(
     caller: Signed<scope::NotificationsWrite>,
     ApiJson(body): ApiJson<NotificationIn>,
 ) -> ApiResult<AcceptedOut> {
-    let mut check = Check::new();
-    let channel = match body.channel.as_deref() {
-        None => {
-            check.fail("channel", "is required");
-            None
-        }
-        Some(c) => check.take(parse_channel("channel", c)),
-    };
-    let event_type = match body.event_type.as_deref() {
-        None => {
-            check.fail("eventType", "is required");
-            None
-        }
-        Some(e)
-            if e.is_empty()
-                || e.len() > 100
-                || !e.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b)) =>
-        {
-            check.fail("eventType", "must be 1 to 100 characters of a-z, 0-9, '.', '_' and '-'");
-            None
-        }
-        Some(e) => Some(e.to_string()),
-    };
-    let recipient = match (body.recipient.as_deref(), channel.as_deref()) {
-        (None, _) => {
-            check.fail("recipient", "is required");
-            None
-        }
-        (Some(r), Some("sms")) => check.take(phone("recipient", r)),
-        (Some(r), Some(_)) => check.take(email("recipient", r)),
-        (Some(_), None) => None,
-    };
-    let subject = body.subject.as_deref().and_then(|s| check.take(text("subject", s, 1, 255)));
-    let payload = match body.payload {
-        None => Some(Value::Object(Default::default())),
-        Some(p) => check.take(free_object("payload", &p)).map(|_| p),
-    };
-    check.finish()?;
-    let (Some(channel), Some(event_type), Some(recipient), Some(payload)) = (channel, event_type, recipient, payload)
-    else {
-        return Err(ApiError::internal("validated input missing"));
-    };
-    let n = NewNotification {
-        channel: &channel,
-        event_type: &event_type,
-        recipient: &recipient,
-        subject: subject.as_deref(),
-        payload: &payload,
-    };
-    let created = state.store.create_notification(&caller.account_id, &n, now_ms()).await?;
+    let created = state.store.create_notification(&caller.account_id, parse_request(&body.input())?, now_ms()).await?;
     Ok(ApiResponse::accepted(AcceptedOut {
         id: created.id,
-        channel: created.channel,
-        status: created.status,
+        channel: created.channel.as_str().into(),
+        status: created.status.as_str().into(),
         event_type: created.event_type,
     }))
 }
@@ -190,39 +139,42 @@ pub async fn show(
     Ok(ApiResponse::ok(state.store.notification(&caller.account_id, &id).await?.into()))
 }
 
+/// The filters of `GET /notifications`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct ListParams {
+pub struct NotificationFilters {
     /// `queued`, `sending`, `sent` or `failed`.
     #[param(schema_with = status_schema)]
     pub status: Option<String>,
     /// `email` or `sms`.
     #[param(schema_with = channel_schema)]
     pub channel: Option<String>,
-    /// Page number, from 1 (default 1).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
-    pub page: Option<String>,
-    /// Items per page, 1–100 (default 20).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
 }
 
-// The document says what `parse_status`, `parse_channel` and the pager accept (schema-driven
-// fuzzing found these four declared as free strings).
+impl ListFilters for NotificationFilters {
+    type Parsed = (Option<NotificationStatus>, Option<NotificationChannel>);
+    fn parse(self, check: &mut Check) -> Self::Parsed {
+        let status = self.status.and_then(|s| check.take(NotificationStatus::parse("status", &s)));
+        (status, self.channel.and_then(|c| check.take(NotificationChannel::parse("channel", &c))))
+    }
+}
+
+// The document says what the filters and the pager accept (schema-driven fuzzing found these
+// four declared as free strings).
 fn status_schema() -> utoipa::openapi::schema::Object {
-    crate::http::openapi::string_enum(&["queued", "sending", "sent", "failed"], "A notification status.")
+    string_enum(&NotificationStatus::NAMES, "A notification status.")
 }
 
 fn channel_schema() -> utoipa::openapi::schema::Object {
-    crate::http::openapi::string_enum(&["email", "sms"], "A notification channel.")
+    string_enum(&NotificationChannel::NAMES, "A notification channel.")
 }
 
 /// GET /api/white-label/v1/notifications — Signed — notifications:write
 #[utoipa::path(
     get, path = "/api/white-label/v1/notifications", tag = "notifications", operation_id = "notifications_list",
     security(("signed" = [])),
-    params(ListParams),
+    params(ListQuery<NotificationFilters>),
     responses(
         (status = 200, description = "The account's notifications, newest first", body = ListEnvelope<NotificationOut>),
         SignedErrors, QueryErrors,
@@ -231,14 +183,10 @@ fn channel_schema() -> utoipa::openapi::schema::Object {
 pub async fn list(
     State(state): State<AppState>,
     caller: Signed<scope::NotificationsWrite>,
-    ApiQuery(q): ApiQuery<ListParams>,
+    q: ListQuery<NotificationFilters>,
 ) -> ApiResult<Vec<NotificationOut>> {
-    let mut details = Vec::new();
-    let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
-    let status = optional(&mut details, q.status.as_deref(), |s| parse_status("status", s))?;
-    let channel = optional(&mut details, q.channel.as_deref(), |s| parse_channel("channel", s))?;
-    reject_if_any(details)?;
-    let (items, total) =
-        state.store.list_notifications(&caller.account_id, &NotificationQuery { status, channel, page, limit }).await?;
-    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), pagination(page, limit, total)))
+    let ((status, channel), (page, limit)) = (q.filters, q.page.bounds());
+    let query = NotificationQuery { status, channel, page, limit };
+    let (items, total) = state.store.list_notifications(&caller.account_id, &query).await?;
+    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), q.page.pagination(total)))
 }

@@ -4,16 +4,16 @@ use serde::{Deserialize, Serialize};
 use utoipa::openapi::schema::Object;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{audit, campaign_filter, campaign_id, optional, pagination, reject_if_any, PageParams};
-use crate::domain::check::{text, url, Check};
-use crate::domain::participants::{parse_code, parse_status};
+use super::{audit, campaign_filter, campaign_id};
+use crate::domain::check::Check;
+use crate::domain::participants::{parse_new, ParticipantInput, ParticipantStatus};
 use crate::domain::time::rfc3339;
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{scope, ApiJson, ApiQuery, Signed};
+use crate::http::error::ApiResult;
+use crate::http::extract::{scope, ApiJson, ListFilters, ListQuery, Signed};
 use crate::http::openapi::{string_enum, BodyErrors, Conflict, NotFound, QueryErrors, SignedErrors};
 use crate::state::AppState;
-use crate::store::participants::{NewParticipant, Participant, ParticipantQuery};
+use crate::store::participants::{Participant, ParticipantQuery};
 
 /// Body of `POST /participants`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -46,7 +46,21 @@ pub struct ParticipantIn {
 }
 
 fn participant_status_schema() -> Object {
-    string_enum(&crate::domain::participants::STATUSES, "active (default), hidden or eliminated.")
+    string_enum(&ParticipantStatus::NAMES, "active (default), hidden or eliminated.")
+}
+
+impl ParticipantIn {
+    /// The body's fields, for the domain's rules.
+    fn input(&self) -> ParticipantInput<'_> {
+        ParticipantInput {
+            campaign_id: self.campaign_id.as_deref(),
+            name: self.name.as_deref(),
+            code: self.code.as_deref(),
+            description: self.description.as_deref(),
+            image_url: self.image_url.as_deref(),
+            status: self.status.as_deref(),
+        }
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -73,7 +87,7 @@ impl From<Participant> for ParticipantOut {
             code: p.code,
             description: p.description,
             image_url: p.image_url,
-            status: p.status,
+            status: p.status.as_str().into(),
             votes: p.votes,
             created_at: rfc3339(p.created_at),
         }
@@ -95,41 +109,24 @@ pub async fn create(
     caller: Signed<scope::CampaignsWrite>,
     ApiJson(body): ApiJson<ParticipantIn>,
 ) -> ApiResult<ParticipantOut> {
-    let mut check = Check::new();
-    if body.campaign_id.is_none() {
-        check.fail("campaignId", "is required");
-    }
-    let name = match body.name.as_deref() {
-        Some(n) => check.take(text("name", n, 1, 255)),
-        None => {
-            check.fail("name", "is required");
-            None
-        }
-    };
-    let code = body.code.as_deref().and_then(|c| check.take(parse_code("code", c)));
-    let description = body.description.as_deref().and_then(|d| check.take(text("description", d, 0, 5000)));
-    let image_url = body.image_url.as_deref().and_then(|u| check.take(url("imageUrl", u, true)));
-    let status = check.take(parse_status("status", body.status.as_deref().unwrap_or("active")));
-    check.finish()?;
-    let (Some(campaign), Some(name), Some(status)) = (body.campaign_id, name, status) else {
-        return Err(ApiError::internal("validated input missing"));
-    };
+    let (campaign, participant) = parse_new(&body.input())?;
     let p = state
         .store
         .create_participant(
             &caller.account_id,
             campaign_id(&campaign)?,
-            NewParticipant { name, code, description, image_url, status },
+            participant,
             audit(&caller, "participant.created", "participant"),
         )
         .await?;
     Ok(ApiResponse::created(p.into()))
 }
 
+/// The filters of `GET /participants`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct ListParams {
+pub struct ParticipantFilters {
     /// Only this campaign's participants (404 when it is not a campaign of the account).
     #[param(value_type = Option<uuid::Uuid>, format = Uuid)]
     pub campaign_id: Option<String>,
@@ -138,19 +135,21 @@ pub struct ListParams {
     pub search: Option<String>,
     #[param(schema_with = participant_status_schema)]
     pub status: Option<String>,
-    /// Page number, from 1 (default 1).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
-    pub page: Option<String>,
-    /// Items per page, 1–100 (default 20).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
+}
+
+impl ListFilters for ParticipantFilters {
+    type Parsed = (Option<String>, Option<String>, Option<ParticipantStatus>);
+    fn parse(self, check: &mut Check) -> Self::Parsed {
+        let status = self.status.and_then(|s| check.take(ParticipantStatus::parse("status", &s)));
+        (self.campaign_id, self.search, status)
+    }
 }
 
 /// GET /api/white-label/v1/participants — Signed — campaigns:read
 #[utoipa::path(
     get, path = "/api/white-label/v1/participants", operation_id = "participants_list", tag = "participants",
     security(("signed" = [])),
-    params(ListParams),
+    params(ListQuery<ParticipantFilters>),
     responses(
         (status = 200, description = "Participants with their votes, newest first", body = ListEnvelope<ParticipantOut>),
         SignedErrors, QueryErrors, NotFound,
@@ -159,14 +158,11 @@ pub struct ListParams {
 pub async fn list(
     State(state): State<AppState>,
     caller: Signed<scope::CampaignsRead>,
-    ApiQuery(q): ApiQuery<ListParams>,
+    q: ListQuery<ParticipantFilters>,
 ) -> ApiResult<Vec<ParticipantOut>> {
-    let mut details = Vec::new();
-    let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
-    let status = optional(&mut details, q.status.as_deref(), |s| parse_status("status", s))?;
-    reject_if_any(details)?;
-    campaign_filter(&state, &caller.account_id, q.campaign_id.as_deref()).await?;
-    let query = ParticipantQuery { campaign_id: q.campaign_id, search: q.search, status, page, limit };
+    let ((campaign_id, search, status), (page, limit)) = (q.filters, q.page.bounds());
+    campaign_filter(&state, &caller.account_id, campaign_id.as_deref()).await?;
+    let query = ParticipantQuery { campaign_id, search, status, page, limit };
     let (items, total) = state.store.list_participants(&caller.account_id, &query).await?;
-    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), pagination(page, limit, total)))
+    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), q.page.pagination(total)))
 }

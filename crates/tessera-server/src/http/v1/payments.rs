@@ -5,15 +5,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
+use super::campaign_filter;
 use super::tickets::TicketOut;
-use super::{campaign_filter, optional, pagination, reject_if_any, PageParams};
+use crate::domain::check::Check;
 use crate::domain::money::to_ghs;
 use crate::domain::payments::{parse_checkout, parse_routed, TransactionType, TxStatus, CURRENCY};
 use crate::domain::time::rfc3339;
 use crate::flows::{checkout, fulfilment};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{parse_json_value, scope, ApiJson, ApiQuery, Signed};
+use crate::http::extract::{parse_json_value, scope, ApiJson, ListFilters, ListQuery, Signed};
 use crate::http::openapi::{BodyErrors, Conflict, NotFound, ProviderErrors, QueryErrors, SignedErrors};
 use crate::state::AppState;
 use crate::store::payments::{Transaction, TransactionQuery};
@@ -313,10 +314,11 @@ fn type_schema() -> utoipa::openapi::schema::Object {
     crate::http::openapi::string_enum(&["vote", "donation", "ticket"], "A transaction type.")
 }
 
+/// The filters of `GET /payments`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct ListParams {
+pub struct PaymentFilters {
     /// One transaction status.
     #[param(schema_with = status_schema)]
     pub status: Option<String>,
@@ -327,19 +329,22 @@ pub struct ListParams {
     #[serde(rename = "type")]
     #[param(rename = "type", schema_with = type_schema)]
     pub kind: Option<String>,
-    /// Page number, from 1 (default 1).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
-    pub page: Option<String>,
-    /// Items per page, 1–100 (default 20).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
+}
+
+impl ListFilters for PaymentFilters {
+    type Parsed = (Option<TxStatus>, Option<String>, Option<TransactionType>);
+    fn parse(self, check: &mut Check) -> Self::Parsed {
+        let status = self.status.and_then(|s| check.take(TxStatus::parse("status", &s)));
+        let kind = self.kind.and_then(|k| check.take(TransactionType::parse("type", &k)));
+        (status, self.campaign_id, kind)
+    }
 }
 
 /// GET /api/white-label/v1/payments — Signed — payments:write
 #[utoipa::path(
     get, path = "/api/white-label/v1/payments", tag = "payments", operation_id = "payments_list",
     security(("signed" = [])),
-    params(ListParams),
+    params(ListQuery<PaymentFilters>),
     responses(
         (status = 200, description = "The account's payments, newest first; 404 when campaignId is not a campaign of this account", body = ListEnvelope<PaymentOut>),
         SignedErrors, QueryErrors, NotFound,
@@ -348,15 +353,12 @@ pub struct ListParams {
 pub async fn list(
     State(state): State<AppState>,
     caller: Signed<scope::PaymentsWrite>,
-    ApiQuery(q): ApiQuery<ListParams>,
+    q: ListQuery<PaymentFilters>,
 ) -> ApiResult<Vec<PaymentOut>> {
-    let mut details = Vec::new();
-    let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
-    let status = optional(&mut details, q.status.as_deref(), |s| TxStatus::parse("status", s))?;
-    let kind = optional(&mut details, q.kind.as_deref(), |s| TransactionType::parse("type", s))?;
-    reject_if_any(details)?;
-    campaign_filter(&state, &caller.account_id, q.campaign_id.as_deref()).await?;
-    let query = TransactionQuery { status, campaign_id: q.campaign_id, transaction_type: kind, page, limit };
+    let (status, campaign_id, transaction_type) = q.filters;
+    campaign_filter(&state, &caller.account_id, campaign_id.as_deref()).await?;
+    let (page, limit) = q.page.bounds();
+    let query = TransactionQuery { status, campaign_id, transaction_type, page, limit };
     let (items, total) = state.store.list_transactions(&caller.account_id, &query).await?;
     // One read for the page's tickets and one for its donations, whatever the page's size.
     let references: Vec<String> = items.iter().map(|t| t.reference.clone()).collect();
@@ -370,5 +372,5 @@ pub async fn list(
             payment_out(t, mine, donation)
         })
         .collect();
-    Ok(ApiResponse::list(out, pagination(page, limit, total)))
+    Ok(ApiResponse::list(out, q.page.pagination(total)))
 }

@@ -7,12 +7,11 @@ use utoipa::ToSchema;
 
 use super::{audit, settings_view};
 use crate::domain::settings::{
-    check_outbound_urls, check_patch, mask_sealed, merge_patch, parse_category, seal_secrets, validate, visible_tail,
-    CATEGORIES, SEALED,
+    check_outbound_urls, mask_sealed, merge_patch, parse_categories, parse_category, parse_patch, seal_secrets,
+    validate, visible_tail, SEALED,
 };
-use crate::domain::DomainError;
 use crate::http::envelope::{ApiResponse, Envelope};
-use crate::http::error::{ApiError, ApiResult, Detail};
+use crate::http::error::ApiResult;
 use crate::http::extract::{scope, ApiJson, Signed};
 use crate::http::openapi::{BodyErrors, Conflict, QueryErrors, SignedErrors};
 use crate::state::AppState;
@@ -37,26 +36,8 @@ pub async fn show(
     uri: axum::http::Uri,
 ) -> ApiResult<Map<String, Value>> {
     crate::http::extract::reject_nul_in_query(uri.query())?;
-    let mut wanted: Vec<&'static str> = Vec::new();
-    let mut details = Vec::new();
-    for (k, v) in form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()) {
-        if k != "categories" && k != "categories[]" {
-            details.push(Detail { field: k.to_string(), message: "unknown field".into() });
-            continue;
-        }
-        for c in v.split(',').map(str::trim).filter(|c| !c.is_empty()) {
-            match parse_category("categories", c) {
-                Ok(c) if !wanted.contains(&c) => wanted.push(c),
-                Ok(_) => {}
-                Err(DomainError::Validation(f)) => details.extend(f.into_iter().map(Detail::from)),
-                Err(other) => return Err(other.into()),
-            }
-        }
-    }
-    super::reject_if_any(details)?;
-    if wanted.is_empty() {
-        wanted = CATEGORIES.to_vec();
-    }
+    let pairs = form_urlencoded::parse(uri.query().unwrap_or("").as_bytes());
+    let wanted = parse_categories(pairs.map(|(k, v)| (k.into_owned(), v.into_owned())))?;
     let stored = settings_view(&state, &caller.account_id).await?;
     let data =
         wanted.into_iter().map(|c| (c.to_string(), stored.get(c).cloned().unwrap_or_else(|| json!({})))).collect();
@@ -117,13 +98,7 @@ pub async fn update(
     ApiJson(body): ApiJson<SettingsPatchIn>,
 ) -> ApiResult<SettingsOut> {
     let category = parse_category("category", &category)?;
-    let patch = match body.config {
-        Some(p @ Value::Object(_)) => p,
-        Some(_) => return Err(ApiError::field("config", "must be an object")),
-        None => return Err(ApiError::field("config", "is required")),
-    };
-    crate::domain::check::free_object("config", &patch)?;
-    check_patch("config", &patch)?;
+    let patch = parse_patch(body.config)?;
     let keyring = state.directory.keyring();
     let account = &caller.account_id;
     let stored = state
@@ -152,6 +127,7 @@ pub async fn update(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::settings::CATEGORIES;
 
     #[test]
     fn the_documented_categories_are_the_ones_the_handler_accepts() {

@@ -5,13 +5,13 @@ use serde_json::Value;
 use utoipa::openapi::schema::Object;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{audit, campaign_filter, campaign_id, optional, pagination, reject_if_any, PageParams};
-use crate::domain::check::{email, free_object, phone, text, Check};
-use crate::domain::submissions::parse_kind;
+use super::{audit, campaign_filter, campaign_id};
+use crate::domain::check::Check;
+use crate::domain::submissions::{parse_new, SubmissionInput, SubmissionKind};
 use crate::domain::time::rfc3339;
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{scope, ApiJson, ApiQuery, Signed};
+use crate::http::error::ApiResult;
+use crate::http::extract::{scope, ApiJson, ListFilters, ListQuery, Signed};
 use crate::http::openapi::{string_enum, BodyErrors, NotFound, QueryErrors, SignedErrors};
 use crate::state::AppState;
 use crate::store::submissions::{Submission, SubmissionQuery};
@@ -51,7 +51,22 @@ pub struct SubmissionIn {
 }
 
 fn submission_kind_schema() -> Object {
-    string_enum(&crate::domain::submissions::KINDS, "volunteer, vendor or partner.")
+    string_enum(&SubmissionKind::NAMES, "volunteer, vendor or partner.")
+}
+
+impl SubmissionIn {
+    /// The body's fields, for the domain's rules.
+    fn input(&self) -> SubmissionInput<'_> {
+        SubmissionInput {
+            kind: self.kind.as_deref(),
+            campaign_id: self.campaign_id.as_deref(),
+            name: self.name.as_deref(),
+            email: self.email.as_deref(),
+            phone: self.phone.as_deref(),
+            message: self.message.as_deref(),
+            fields: self.fields.as_ref(),
+        }
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -76,24 +91,17 @@ impl From<Submission> for SubmissionOut {
     fn from(s: Submission) -> Self {
         SubmissionOut {
             id: s.id,
-            kind: s.kind,
+            kind: s.kind.as_str().into(),
             campaign_id: s.campaign_id,
             name: s.name,
             email: s.email,
             phone: s.phone,
             message: s.message,
             fields: s.fields,
-            status: s.status,
+            status: s.status.as_str().into(),
             created_at: rfc3339(s.created_at),
         }
     }
-}
-
-fn required<T>(check: &mut Check, field: &str, v: Option<T>) -> Option<T> {
-    if v.is_none() {
-        check.fail(field, "is required");
-    }
-    v
 }
 
 /// POST /api/white-label/v1/submissions — Signed — submissions:write
@@ -111,65 +119,42 @@ pub async fn create(
     caller: Signed<scope::SubmissionsWrite>,
     ApiJson(body): ApiJson<SubmissionIn>,
 ) -> ApiResult<SubmissionOut> {
-    let mut check = Check::new();
-    let kind = required(&mut check, "type", body.kind.as_deref()).and_then(|k| check.take(parse_kind("type", k)));
-    let name = required(&mut check, "name", body.name.as_deref()).and_then(|n| check.take(text("name", n, 1, 255)));
-    let mail = required(&mut check, "email", body.email.as_deref()).and_then(|e| check.take(email("email", e)));
-    let tel = body.phone.as_deref().and_then(|p| check.take(phone("phone", p)));
-    let message = body.message.as_deref().and_then(|m| check.take(text("message", m, 0, 5000)));
-    let fields = match body.fields {
-        None => Some(Value::Object(Default::default())),
-        Some(f) => check.take(free_object("fields", &f)).map(|_| f),
-    };
-    check.finish()?;
-    let (Some(kind), Some(name), Some(mail), Some(fields)) = (kind, name, mail, fields) else {
-        return Err(ApiError::internal("validated input missing"));
-    };
-    if let Some(c) = &body.campaign_id {
+    let new = parse_new(&body.input())?;
+    if let Some(c) = &new.campaign_id {
         campaign_id(c)?;
     }
-    let s = Submission {
-        id: String::new(),
-        campaign_id: body.campaign_id,
-        kind,
-        name,
-        email: mail,
-        phone: tel,
-        message,
-        fields,
-        status: "received".into(),
-        created_at: 0,
-    };
     let created = state
         .store
-        .create_submission(&caller.account_id, s, audit(&caller, "submission.created", "submission"))
+        .create_submission(&caller.account_id, new, audit(&caller, "submission.created", "submission"))
         .await?;
     Ok(ApiResponse::created(created.into()))
 }
 
+/// The filters of `GET /submissions`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct ListParams {
+pub struct SubmissionFilters {
     #[serde(rename = "type")]
     #[param(schema_with = submission_kind_schema)]
     pub kind: Option<String>,
     /// Only this campaign's submissions (404 when it is not a campaign of the account).
     #[param(value_type = Option<uuid::Uuid>, format = Uuid)]
     pub campaign_id: Option<String>,
-    /// Page number, from 1 (default 1).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
-    pub page: Option<String>,
-    /// Items per page, 1–100 (default 20).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
+}
+
+impl ListFilters for SubmissionFilters {
+    type Parsed = (Option<SubmissionKind>, Option<String>);
+    fn parse(self, check: &mut Check) -> Self::Parsed {
+        (self.kind.and_then(|k| check.take(SubmissionKind::parse("type", &k))), self.campaign_id)
+    }
 }
 
 /// GET /api/white-label/v1/submissions — Signed — submissions:write
 #[utoipa::path(
     get, path = "/api/white-label/v1/submissions", operation_id = "submissions_list", tag = "submissions",
     security(("signed" = [])),
-    params(ListParams),
+    params(ListQuery<SubmissionFilters>),
     responses(
         (status = 200, description = "Submissions, newest first", body = ListEnvelope<SubmissionOut>),
         SignedErrors, QueryErrors, NotFound,
@@ -178,16 +163,11 @@ pub struct ListParams {
 pub async fn list(
     State(state): State<AppState>,
     caller: Signed<scope::SubmissionsWrite>,
-    ApiQuery(q): ApiQuery<ListParams>,
+    q: ListQuery<SubmissionFilters>,
 ) -> ApiResult<Vec<SubmissionOut>> {
-    let mut details = Vec::new();
-    let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
-    let kind = optional(&mut details, q.kind.as_deref(), |k| parse_kind("type", k))?;
-    reject_if_any(details)?;
-    campaign_filter(&state, &caller.account_id, q.campaign_id.as_deref()).await?;
-    let (items, total) = state
-        .store
-        .list_submissions(&caller.account_id, &SubmissionQuery { kind, campaign_id: q.campaign_id, page, limit })
-        .await?;
-    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), pagination(page, limit, total)))
+    let ((kind, campaign_id), (page, limit)) = (q.filters, q.page.bounds());
+    campaign_filter(&state, &caller.account_id, campaign_id.as_deref()).await?;
+    let query = SubmissionQuery { kind, campaign_id, page, limit };
+    let (items, total) = state.store.list_submissions(&caller.account_id, &query).await?;
+    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), q.page.pagination(total)))
 }

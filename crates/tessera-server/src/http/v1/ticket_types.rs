@@ -5,14 +5,17 @@ use serde_json::Value;
 use utoipa::openapi::schema::Object;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{audit, campaign_id, pagination, reject_if_any, PageParams};
+use super::{audit, campaign_id};
+use crate::domain::campaigns::CampaignStatus;
 use crate::domain::check::Check;
 use crate::domain::money::to_ghs;
-use crate::domain::ticket_types::{parse, remaining, NewTicketType, TicketTypeInput, FIELD_TYPES, KINDS, STATUSES};
+use crate::domain::ticket_types::{
+    parse_bootstrap, parse_new, remaining, TicketTypeInput, TicketTypeStatus, FIELD_TYPES, KINDS,
+};
 use crate::domain::time::rfc3339;
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{scope, ApiJson, ApiQuery, DomainKey, Signed};
+use crate::http::extract::{scope, ApiJson, DomainKey, ListFilters, ListQuery, Signed};
 use crate::http::openapi::{string_enum, BodyErrors, Conflict, DomainKeyErrors, NotFound, QueryErrors, SignedErrors};
 use crate::state::AppState;
 use crate::store::ticket_types::{TicketType, TicketTypeQuery};
@@ -53,6 +56,23 @@ macro_rules! ticket_type_body {
             /// always on select fields.
             #[schema(value_type = Vec<AttendeeFieldIn>, max_items = 50, required = false)]
             pub required_attendee_fields: Option<Value>,
+        }
+
+        impl $name {
+            /// The body's fields, for the domain's rules.
+            fn input(&self) -> TicketTypeInput<'_> {
+                TicketTypeInput {
+                    name: self.name.as_deref(),
+                    description: self.description.as_deref(),
+                    ticket_type: self.ticket_type.as_deref(),
+                    price: self.price.as_ref(),
+                    quantity_available: self.quantity_available.as_ref(),
+                    status: self.status.as_deref(),
+                    is_free: self.is_free,
+                    max_per_person: self.max_per_person.as_ref(),
+                    required_attendee_fields: self.required_attendee_fields.as_ref(),
+                }
+            }
         }
     };
 }
@@ -103,7 +123,7 @@ fn ticket_kind_schema() -> Object {
 }
 
 fn ticket_status_schema() -> Object {
-    string_enum(&STATUSES, "active (default), inactive or archived; sold_out is derived, never stored.")
+    string_enum(&TicketTypeStatus::NAMES, "active (default), inactive or archived; sold_out is derived, never stored.")
 }
 
 fn attendee_field_type_schema() -> Object {
@@ -166,38 +186,10 @@ impl From<TicketType> for TicketTypeOut {
             ticket_type: t.kind,
             quantity_available: t.quantity_available,
             max_per_person: t.max_per_person,
-            status: t.status,
+            status: t.status.as_str().into(),
             required_attendee_fields: t.required_attendee_fields,
             created_at: rfc3339(t.created_at),
         }
-    }
-}
-
-/// The domain's view of either body's fields.
-macro_rules! input {
-    ($f:expr) => {{
-        let f = $f;
-        TicketTypeInput {
-            name: f.name.as_deref(),
-            description: f.description.as_deref(),
-            ticket_type: f.ticket_type.as_deref(),
-            price: f.price.as_ref(),
-            quantity_available: f.quantity_available.as_ref(),
-            status: f.status.as_deref(),
-            is_free: f.is_free,
-            max_per_person: f.max_per_person.as_ref(),
-            required_attendee_fields: f.required_attendee_fields.as_ref(),
-        }
-    }};
-}
-
-fn required_campaign(check: &mut Check, id: &Option<String>) -> Option<String> {
-    match id {
-        None => {
-            check.fail("campaignId", "is required");
-            None
-        }
-        Some(id) => Some(id.clone()),
     }
 }
 
@@ -216,13 +208,7 @@ pub async fn create(
     caller: Signed<scope::TicketsWrite>,
     ApiJson(body): ApiJson<TicketTypeIn>,
 ) -> ApiResult<TicketTypeOut> {
-    let mut check = Check::new();
-    let campaign = required_campaign(&mut check, &body.campaign_id);
-    let parsed = parse("", &input!(&body), &mut check);
-    check.finish()?;
-    let (Some(campaign), Some(t)) = (campaign, parsed) else {
-        return Err(ApiError::internal("validated input missing"));
-    };
+    let (campaign, t) = parse_new(body.campaign_id.as_deref(), &body.input())?;
     let created = state
         .store
         .create_ticket_type(
@@ -257,22 +243,9 @@ pub async fn bootstrap(
     caller: Signed<scope::TicketsWrite>,
     ApiJson(body): ApiJson<BootstrapIn>,
 ) -> ApiResult<BootstrapOut> {
-    let mut check = Check::new();
-    let campaign = required_campaign(&mut check, &body.campaign_id);
-    let mut types: Vec<NewTicketType> = Vec::new();
-    match &body.ticket_types {
-        None => check.fail("ticketTypes", "is required"),
-        Some(list) if list.is_empty() || list.len() > 50 => check.fail("ticketTypes", "must have 1 to 50 items"),
-        Some(list) => {
-            for (i, f) in list.iter().enumerate() {
-                if let Some(t) = parse(&format!("ticketTypes[{i}]."), &input!(f), &mut check) {
-                    types.push(t);
-                }
-            }
-        }
-    }
-    check.finish()?;
-    let Some(campaign) = campaign else { return Err(ApiError::internal("validated input missing")) };
+    let items: Option<Vec<TicketTypeInput<'_>>> =
+        body.ticket_types.as_ref().map(|l| l.iter().map(|f| f.input()).collect());
+    let (campaign, types) = parse_bootstrap(body.campaign_id.as_deref(), items.as_deref())?;
     let created = state
         .store
         .bootstrap_ticket_types(
@@ -288,26 +261,28 @@ pub async fn bootstrap(
     }))
 }
 
+/// The filters of `GET /ticket-types`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct ListParams {
+pub struct TicketTypeFilters {
     /// Only this campaign's ticket types (404 unless it is an approved campaign the key may see).
     #[param(value_type = Option<uuid::Uuid>, format = Uuid)]
     pub campaign_id: Option<String>,
-    /// Page number, from 1 (default 1).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
-    pub page: Option<String>,
-    /// Items per page, 1–100 (default 20).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
+}
+
+impl ListFilters for TicketTypeFilters {
+    type Parsed = Option<String>;
+    fn parse(self, _: &mut Check) -> Option<String> {
+        self.campaign_id
+    }
 }
 
 /// GET /api/white-label/v1/ticket-types — Domain-key — tickets:read
 #[utoipa::path(
     get, path = "/api/white-label/v1/ticket-types", operation_id = "ticket_types_list", tag = "ticket types",
     security(("domainKey" = [])),
-    params(ListParams),
+    params(ListQuery<TicketTypeFilters>),
     responses(
         (status = 200, description = "Active ticket types of approved campaigns the key may see, newest first", body = ListEnvelope<TicketTypeOut>),
         DomainKeyErrors, QueryErrors, NotFound,
@@ -316,25 +291,21 @@ pub struct ListParams {
 pub async fn list(
     State(state): State<AppState>,
     caller: DomainKey<scope::TicketsRead>,
-    ApiQuery(q): ApiQuery<ListParams>,
+    q: ListQuery<TicketTypeFilters>,
 ) -> ApiResult<Vec<TicketTypeOut>> {
-    let mut details = Vec::new();
-    let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
-    reject_if_any(details)?;
-    let campaign = match (&q.campaign_id, &caller.campaign_id) {
-        (Some(asked), Some(own)) if asked != own => return Err(ApiError::not_found("campaign")),
+    let campaign = match (q.filters, &caller.campaign_id) {
+        (Some(asked), Some(own)) if asked != *own => return Err(ApiError::not_found("campaign")),
         (Some(asked), _) => {
-            let c = state.store.campaign(&caller.account_id, campaign_id(asked)?).await?;
-            if c.status != crate::domain::campaigns::CampaignStatus::Approved {
+            let c = state.store.campaign(&caller.account_id, campaign_id(&asked)?).await?;
+            if c.status != CampaignStatus::Approved {
                 return Err(ApiError::not_found("campaign"));
             }
             Some(c.id)
         }
         (None, own) => own.clone(),
     };
-    let (items, total) = state
-        .store
-        .list_public_ticket_types(&caller.account_id, &TicketTypeQuery { campaign_id: campaign, page, limit })
-        .await?;
-    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), pagination(page, limit, total)))
+    let (page, limit) = q.page.bounds();
+    let query = TicketTypeQuery { campaign_id: campaign, page, limit };
+    let (items, total) = state.store.list_public_ticket_types(&caller.account_id, &query).await?;
+    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), q.page.pagination(total)))
 }

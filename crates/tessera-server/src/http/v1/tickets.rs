@@ -10,6 +10,7 @@ use super::audit;
 use crate::domain::check::{text, Check};
 use crate::domain::payments::normalize_ticket_code;
 use crate::domain::scopes::Scope;
+use crate::domain::tickets::TicketStatus;
 use crate::domain::time::{now_ms, rfc3339};
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiError, ApiResult};
@@ -37,21 +38,34 @@ pub struct Attendee {
     pub email: String,
 }
 
-/// A ticket (D16.9). The QR token is never part of it: only the holder sees that.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TicketOut {
-    pub id: String,
-    /// Human-typable code (Crockford base32, groups of four).
-    pub ticket_code: String,
-    /// `valid` or `void`.
-    pub status: String,
-    pub checked_in: bool,
-    pub checked_in_at: Option<String>,
-    pub checked_in_by: Option<String>,
-    pub ticket_type: IdName,
-    pub campaign: IdTitle,
-    pub attendee: Attendee,
+/// A view of a ticket: the view's own leading fields, then what every view shows of the
+/// ticket's check-in, type, campaign and holder.
+macro_rules! ticket_view {
+    ($(#[$meta:meta])* pub struct $name:ident { $($head:tt)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Serialize, ToSchema)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            $($head)*
+            pub checked_in: bool,
+            pub checked_in_at: Option<String>,
+            pub checked_in_by: Option<String>,
+            pub ticket_type: IdName,
+            pub campaign: IdTitle,
+            pub attendee: Attendee,
+        }
+    };
+}
+
+ticket_view! {
+    /// A ticket (D16.9). The QR token is never part of it: only the holder sees that.
+    pub struct TicketOut {
+        pub id: String,
+        /// Human-typable code (Crockford base32, groups of four).
+        pub ticket_code: String,
+        /// `valid` or `void`.
+        pub status: String,
+    }
 }
 
 impl From<Ticket> for TicketOut {
@@ -59,7 +73,7 @@ impl From<Ticket> for TicketOut {
         TicketOut {
             id: t.id,
             ticket_code: t.ticket_code,
-            status: t.status,
+            status: t.status.as_str().into(),
             checked_in: t.checked_in,
             checked_in_at: t.checked_in_at.map(rfc3339),
             checked_in_by: t.checked_in_by,
@@ -101,37 +115,32 @@ pub struct VerifyPublicOut {
     pub checked_in: bool,
 }
 
-/// Form 2's answer (D7.3).
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct VerifyOut {
-    /// `checked_in` (this request checked it in), `already_checked_in` (an earlier one did),
-    /// `valid` (not checked in: no autoVerify, or no tickets:write), `void` (never checks in),
-    /// `campaign_archived` (valid, but its campaign is archived: no check-in).
-    pub result: String,
-    /// `valid` or `void`.
-    pub status: String,
-    /// The ticket's code (also when the QR token was sent).
-    pub ticket_code: String,
-    pub checked_in: bool,
-    pub checked_in_at: Option<String>,
-    pub checked_in_by: Option<String>,
-    pub ticket_type: IdName,
-    pub campaign: IdTitle,
-    pub attendee: Attendee,
+ticket_view! {
+    /// Form 2's answer (D7.3).
+    pub struct VerifyOut {
+        /// `checked_in` (this request checked it in), `already_checked_in` (an earlier one did),
+        /// `valid` (not checked in: no autoVerify, or no tickets:write), `void` (never checks in),
+        /// `campaign_archived` (valid, but its campaign is archived: no check-in).
+        pub result: String,
+        /// `valid` or `void`.
+        pub status: String,
+        /// The ticket's code (also when the QR token was sent).
+        pub ticket_code: String,
+    }
 }
 
 fn verify_out(result: &str, t: Ticket) -> VerifyOut {
+    let o = TicketOut::from(t);
     VerifyOut {
         result: result.into(),
-        status: t.status,
-        ticket_code: t.ticket_code,
-        checked_in: t.checked_in,
-        checked_in_at: t.checked_in_at.map(rfc3339),
-        checked_in_by: t.checked_in_by,
-        ticket_type: IdName { id: t.ticket_type_id, name: t.ticket_type_name },
-        campaign: IdTitle { id: t.campaign_id, title: t.campaign_title },
-        attendee: Attendee { full_name: t.attendee_name, email: t.attendee_email },
+        status: o.status,
+        ticket_code: o.ticket_code,
+        checked_in: o.checked_in,
+        checked_in_at: o.checked_in_at,
+        checked_in_by: o.checked_in_by,
+        ticket_type: o.ticket_type,
+        campaign: o.campaign,
+        attendee: o.attendee,
     }
 }
 
@@ -184,13 +193,13 @@ pub async fn verify(
     let gate = state.store.gate_ticket(&caller.account_id, caller.campaign_id.as_deref(), &code).await?;
     if form1 {
         return Ok(ApiResponse::ok(VerifyAnswer::DomainKey(VerifyPublicOut {
-            status: gate.ticket.status,
+            status: gate.ticket.status.as_str().into(),
             checked_in: gate.ticket.checked_in,
         })));
     }
     let may_write = caller.scopes.contains(Scope::TicketsWrite);
     if !(body.auto_verify == Some(true) && may_write) {
-        let result = if gate.ticket.status == "void" { "void" } else { "valid" };
+        let result = gate.ticket.status.as_str();
         return Ok(ApiResponse::ok(VerifyAnswer::Signed(Box::new(verify_out(result, gate.ticket)))));
     }
     let by = by.unwrap_or_else(|| caller.key_id.to_string());
@@ -199,7 +208,7 @@ pub async fn verify(
     let out = match state.store.check_in(&state.checkins, &caller.account_id, gate, &by, now_ms(), entry).await? {
         CheckIn::CheckedIn(t) => verify_out("checked_in", t),
         CheckIn::Already(t) => verify_out("already_checked_in", t),
-        CheckIn::Refused(g) if g.ticket.status == "void" => verify_out("void", g.ticket),
+        CheckIn::Refused(g) if g.ticket.status == TicketStatus::Void => verify_out("void", g.ticket),
         CheckIn::Refused(g) if g.campaign_archived => verify_out("campaign_archived", g.ticket),
         CheckIn::Refused(g) => verify_out("valid", g.ticket),
     };

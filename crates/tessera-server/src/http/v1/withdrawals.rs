@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{optional, pagination, reject_if_any, PageParams};
 use crate::domain::is_uuid;
 use crate::domain::money::to_ghs;
 use crate::domain::scopes::CAPABILITY_WITHDRAWALS;
@@ -25,7 +24,7 @@ use crate::domain::withdrawals::{
 use crate::flows::payouts::{self, Requested};
 use crate::http::envelope::{request_id, ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{parse_json_value, scope, ApiJson, ApiQuery, Signed};
+use crate::http::extract::{parse_json_value, scope, ApiJson, ListFilters, ListQuery, Signed};
 use crate::http::openapi::{BodyErrors, NotFound, ProviderErrors, QueryErrors, SignedErrors, WithdrawalConflict};
 use crate::state::AppState;
 use crate::store::withdrawals::{KeyState, StoredResponse, Withdrawal};
@@ -209,19 +208,21 @@ pub async fn show(
     Ok(ApiResponse::ok(state.store.withdrawal(&caller.account_id, &id).await?.into()))
 }
 
+/// The filters of `GET /withdrawals`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct ListParams {
+pub struct WithdrawalFilters {
     /// One withdrawal status.
     #[param(schema_with = status_schema)]
     pub status: Option<String>,
-    /// Page number, from 1 (default 1).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 1_000_000)]
-    pub page: Option<String>,
-    /// Items per page, 1–100 (default 20).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
+}
+
+impl ListFilters for WithdrawalFilters {
+    type Parsed = Option<WithdrawalStatus>;
+    fn parse(self, check: &mut crate::domain::check::Check) -> Self::Parsed {
+        self.status.and_then(|s| check.take(WithdrawalStatus::parse("status", &s)))
+    }
 }
 
 fn status_schema() -> utoipa::openapi::schema::Object {
@@ -235,18 +236,14 @@ fn status_schema() -> utoipa::openapi::schema::Object {
 #[utoipa::path(
     get, path = "/api/white-label/v1/withdrawals", tag = "withdrawals", operation_id = "withdrawals_list",
     security(("signed" = [])),
-    params(ListParams),
+    params(ListQuery<WithdrawalFilters>),
     responses((status = 200, description = "The account's withdrawals, newest first", body = ListEnvelope<WithdrawalOut>), SignedErrors, QueryErrors)
 )]
 pub async fn list(
     State(state): State<AppState>,
     caller: Signed<scope::WithdrawalsWrite>,
-    ApiQuery(q): ApiQuery<ListParams>,
+    q: ListQuery<WithdrawalFilters>,
 ) -> ApiResult<Vec<WithdrawalOut>> {
-    let mut details = Vec::new();
-    let (page, limit) = PageParams { page: q.page, limit: q.limit }.parse(&mut details);
-    let status = optional(&mut details, q.status.as_deref(), |s| WithdrawalStatus::parse("status", s))?;
-    reject_if_any(details)?;
-    let (items, total) = state.store.list_withdrawals(&caller.account_id, status, (page, limit)).await?;
-    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), pagination(page, limit, total)))
+    let (items, total) = state.store.list_withdrawals(&caller.account_id, q.filters, q.page.bounds()).await?;
+    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), q.page.pagination(total)))
 }
