@@ -1,5 +1,8 @@
 //! The command line's definition: every subcommand, flag, help text and environment variable of
 //! `tessera`. These are a contract (operators' scripts call them): change them only on purpose.
+// The doc comments below are clap's help texts (`<URL>` is not HTML).
+#![allow(rustdoc::invalid_html_tags)]
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
