@@ -1,11 +1,14 @@
 //! Settings: embedded defaults (`config/default.toml`) < optional TOML file < environment <
 //! flags. Secrets (the master key) are wrapped so they never print in `Debug`.
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use secrecy::SecretString;
 use serde::Deserialize;
+
+use crate::providers::payments::ProviderId;
 
 const DEFAULTS: &str = include_str!("../../../config/default.toml");
 
@@ -116,17 +119,60 @@ pub struct EmailConfig {
     pub from: String,
 }
 
-/// `[providers]`: the platform's shared provider credentials (D11.2).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `[providers]`: the platform's shared provider credentials (D11.2): `timeout_ms` and one
+/// `[providers.<name>]` table per provider of the provider list ([`ProviderId`]).
+#[derive(Debug, Clone)]
 pub struct ProvidersConfig {
     pub timeout_ms: u64,
-    pub provider_a: ProviderConfig,
-    pub provider_b: ProviderConfig,
-    pub provider_c: ProviderConfig,
+    /// By provider name; every provider has an entry (empty when not configured).
+    pub by_name: BTreeMap<String, ProviderConfig>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// The keys of `[providers]`: `timeout_ms`, then the provider names.
+const PROVIDERS_FIELDS: [&str; ProviderId::COUNT + 1] = {
+    let mut fields = ["timeout_ms"; ProviderId::COUNT + 1];
+    let mut i = 0;
+    while i < ProviderId::COUNT {
+        fields[i + 1] = ProviderId::NAMES[i];
+        i += 1;
+    }
+    fields
+};
+
+/// As a struct with one field per provider would read: an unknown key is refused with the list of
+/// known ones, and a provider the file leaves out gets an empty entry.
+impl<'de> Deserialize<'de> for ProvidersConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = ProvidersConfig;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("struct ProvidersConfig")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ProvidersConfig, A::Error> {
+                let mut timeout_ms = None;
+                let mut by_name = BTreeMap::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "timeout_ms" {
+                        timeout_ms = Some(map.next_value()?);
+                    } else if ProviderId::parse(&key).is_some() {
+                        by_name.insert(key, map.next_value()?);
+                    } else {
+                        return Err(serde::de::Error::unknown_field(&key, &PROVIDERS_FIELDS));
+                    }
+                }
+                let timeout_ms = timeout_ms.ok_or_else(|| serde::de::Error::missing_field("timeout_ms"))?;
+                for name in ProviderId::NAMES {
+                    by_name.entry(name.to_string()).or_insert_with(ProviderConfig::default);
+                }
+                Ok(ProvidersConfig { timeout_ms, by_name })
+            }
+        }
+        d.deserialize_struct("ProvidersConfig", &PROVIDERS_FIELDS, Fields)
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     pub base_url: String,
@@ -137,12 +183,12 @@ pub struct ProviderConfig {
 impl ProvidersConfig {
     /// The shared credentials of a provider by its identifier (`provider_a` …).
     pub fn get(&self, name: &str) -> Option<&ProviderConfig> {
-        match name {
-            "provider_a" => Some(&self.provider_a),
-            "provider_b" => Some(&self.provider_b),
-            "provider_c" => Some(&self.provider_c),
-            _ => None,
-        }
+        self.by_name.get(name)
+    }
+
+    /// The same, to change (tests set the shared credentials this way).
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut ProviderConfig> {
+        self.by_name.get_mut(name)
     }
 }
 
@@ -271,15 +317,13 @@ impl Config {
         if let Some(v) = env("TESSERA_EMAIL_FROM") {
             cfg.email.from = v;
         }
-        for (name, provider) in [
-            ("A", &mut cfg.providers.provider_a),
-            ("B", &mut cfg.providers.provider_b),
-            ("C", &mut cfg.providers.provider_c),
-        ] {
-            if let Some(v) = env(&format!("TESSERA_PROVIDER_{name}_BASE_URL")) {
+        for (name, provider) in cfg.providers.by_name.iter_mut() {
+            // `provider_a` → TESSERA_PROVIDER_A_BASE_URL, TESSERA_PROVIDER_A_SECRET_KEY.
+            let name = name.to_ascii_uppercase();
+            if let Some(v) = env(&format!("TESSERA_{name}_BASE_URL")) {
                 provider.base_url = v;
             }
-            if let Some(v) = env(&format!("TESSERA_PROVIDER_{name}_SECRET_KEY")) {
+            if let Some(v) = env(&format!("TESSERA_{name}_SECRET_KEY")) {
                 provider.secret_key = SecretString::from(v);
             }
         }
@@ -358,5 +402,17 @@ mod tests {
         assert!(c.http.max_connections >= 10_000);
         assert!(c.metrics.enabled);
         assert_eq!(c.metrics.own_address().ok(), Some(None));
+        assert_eq!(c.providers.by_name.keys().map(String::as_str).collect::<Vec<_>>(), ProviderId::NAMES);
+    }
+
+    #[test]
+    fn provider_tables_are_the_provider_list() {
+        let c: ProvidersConfig =
+            toml::from_str("timeout_ms = 5\n[provider_a]\nbase_url = \"u\"\nsecret_key = \"\"\n").expect("providers");
+        assert_eq!(c.get("provider_a").map(|p| p.base_url.as_str()), Some("u"));
+        assert_eq!(c.get("provider_b").map(|p| p.base_url.as_str()), Some(""));
+        let e =
+            toml::from_str::<ProvidersConfig>("timeout_ms = 5\n[provider_z]\n").map(|_| ()).map_err(|e| e.to_string());
+        assert!(e.is_err_and(|e| e.contains("unknown field `provider_z`, expected one of `timeout_ms`, `provider_a`")));
     }
 }

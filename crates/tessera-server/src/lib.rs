@@ -1,20 +1,29 @@
 //! # Tessera server: a guided tour
 //!
-//! Tessera implements the White-Label Organization and Reseller API
-//! (`shared/spec/api-spec.md`, open points decided in `shared/spec/DECISIONS.md`).
+//! Tessera implements the White-Label Organization and Reseller API as the OpenAPI document
+//! describes it (served at `/api/white-label/v1/openapi.json`, printed by `tessera openapi`;
+//! docs/openapi.md). The open points the API left are decided in `docs/decisions.md`, which the
+//! code cites as `D16.8` and the like.
 //!
 //! ## Layout
+//! Layers import only downward: `http` → `flows` → `store` / [`providers`] → [`domain`];
+//! workers call `flows` too; nothing imports `http` or `workers`.
 //! - [`config`], [`telemetry`]: settings and logging.
 //! - [`state`]: [`state::AppState`], what handlers and workers share. `http` imports it, never
 //!   [`app`], which builds the state, the router and the workers and serves them.
 //! - [`http`]: the route table ([`http::router`]), envelope, errors, extractors and middleware;
-//!   handlers in `http::v1::<resource>`.
+//!   handlers in `http::v1::<resource>` parse, call one flow function and render.
+//! - `flows`: the layer between `http` and `store`, one module per flow (checkout, fulfilment,
+//!   payouts, approvals, customer access); handlers and workers call the same flow functions.
 //! - [`auth`]: master key and secrets, key directory (cached keys), replay store, guards.
 //! - [`domain`]: types and rules, no I/O.
-//! - [`store`]: persistence on SQLite or PostgreSQL, one transaction per change.
-//! - [`cli`]: the operator's `tessera admin …` and the integrator's `tessera call`.
-//! - [`providers`]: payment provider adapters and the outbound guard; [`sandbox`]: the
-//!   in-memory provider, SMS and SMTP peer for demos and tests (`tessera sandbox`).
+//! - [`store`]: persistence on SQLite or PostgreSQL, queries and one transaction per change.
+//! - [`cli`]: the command line: its definition (`cli::args`) and dispatch, `tessera serve` and
+//!   `tessera sandbox`, the operator's `tessera admin …` and the integrator's `tessera call`.
+//!   `main.rs` only installs the allocator, parses and hands over to [`cli::run`].
+//! - [`providers`]: payment provider adapters (the provider list is in [`providers::payments`])
+//!   and the outbound guard; [`sandbox`]: the in-memory provider, SMS and SMTP peer for demos and
+//!   tests (`tessera sandbox`, `tessera serve --demo`).
 //!
 //! ## The request flow
 //! ```text
@@ -22,7 +31,8 @@
 //!   → route match → auth middleware (headers, key, timestamp, signature, replay; D2.8 1–5)
 //!   → handler's caller extractor: Signed<scope::X> / DomainKey<…> / AnyKey<…>
 //!     (scheme, account status, scope, per-account limit; D2.8 6–8)
-//!   → domain parse and rules → store (tenant-scoped by AccountId) → ApiResponse or ApiError
+//!   → parse into a domain type → one flow function (rules) → store (tenant-scoped by AccountId)
+//!   → ApiResponse or ApiError
 //! ```
 #![forbid(unsafe_code)]
 

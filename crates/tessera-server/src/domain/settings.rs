@@ -3,11 +3,13 @@ use serde_json::{Map, Value};
 
 use super::check::Check;
 use super::DomainError;
+use crate::providers::payments::ProviderId;
 
 pub const CATEGORIES: [&str; 9] =
     ["branding", "permissions", "payments", "notifications", "ussd", "webhooks", "analytics", "security", "operations"];
 
-pub const PROVIDERS: [&str; 3] = ["provider_a", "provider_b", "provider_c"];
+/// The provider names, from the one list in `providers::payments`.
+pub const PROVIDERS: [&str; ProviderId::COUNT] = ProviderId::NAMES;
 
 pub fn parse_category(field: &str, s: &str) -> Result<&'static str, DomainError> {
     CATEGORIES

@@ -50,12 +50,11 @@ pub(crate) async fn spawn_paid_with(b: Backend, tweak: impl FnOnce(&mut tessera_
     let urls: Vec<String> =
         ["provider_a", "provider_b", "provider_c"].iter().map(|p| sandbox.provider_url(p)).collect();
     let app = spawn_with(b, |c| {
-        c.providers.provider_a.base_url = urls[0].clone();
-        c.providers.provider_a.secret_key = platform_secret("provider_a").into();
-        c.providers.provider_b.base_url = urls[1].clone();
-        c.providers.provider_b.secret_key = platform_secret("provider_b").into();
-        c.providers.provider_c.base_url = urls[2].clone();
-        c.providers.provider_c.secret_key = platform_secret("provider_c").into();
+        for (name, url) in ["provider_a", "provider_b", "provider_c"].into_iter().zip(&urls) {
+            let shared = c.providers.get_mut(name).expect("every provider has a [providers.*] entry");
+            shared.base_url = url.clone();
+            shared.secret_key = platform_secret(name).into();
+        }
         c.security.rate_limit_per_account = 0;
         c.security.rate_limit_per_ip = 0;
         c.workers.enabled = false;

@@ -4,7 +4,7 @@
 //! `GET /transfers/:reference`; errors `{"error": {"code", "message"}}`. The two providers differ
 //! only in their webhook signature header (D6.1), both hex HMAC-SHA256 of the raw body.
 use reqwest::Method;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::wire::{self, amount_at, seg, str_at, Answer};
 use super::*;
@@ -33,33 +33,9 @@ fn ok_body(a: Answer) -> ProviderResult<Value> {
     }
 }
 
-pub async fn initialize(http: &Outbound, creds: &Credentials, req: &ChargeRequest<'_>) -> ProviderResult<ChargeInit> {
-    let mut body = Map::new();
-    body.insert("reference".into(), req.reference.into());
-    body.insert("amount".into(), req.amount.into());
-    body.insert("currency".into(), req.currency.into());
-    body.insert("email".into(), req.email.into());
-    if let Some(cb) = req.callback_url {
-        body.insert("callbackUrl".into(), cb.into());
-    }
-    body.insert("metadata".into(), req.metadata.clone());
-    let b = ok_body(wire::call(http, creds, Method::POST, "/charges", Some(&Value::Object(body))).await?)?;
-    Ok(ChargeInit {
-        authorization_url: str_at(&b, "checkoutUrl").ok_or_else(|| wire::unreadable("checkoutUrl"))?.to_string(),
-        access_code: str_at(&b, "accessCode").unwrap_or_default().to_string(),
-    })
-}
-
-pub async fn verify_charge(http: &Outbound, creds: &Credentials, reference: &str) -> ProviderResult<ChargeState> {
-    let path = format!("/charges/{}", seg(reference));
-    let b = ok_body(wire::call(http, creds, Method::GET, &path, None).await?)?;
-    Ok(ChargeState {
-        reference: str_at(&b, "reference").ok_or_else(|| wire::unreadable("reference"))?.to_string(),
-        status: map_status(str_at(&b, "status").ok_or_else(|| wire::unreadable("status"))?),
-        amount: amount_at(&b, "amount").ok_or_else(|| wire::unreadable("amount"))?,
-        currency: str_at(&b, "currency").ok_or_else(|| wire::unreadable("currency"))?.to_string(),
-    })
-}
+/// The gateway protocol as the adapter of provider `.0`; the providers speaking it differ only
+/// in their webhook signature header, which [`ProviderId::signature_header`] names.
+pub struct Gateway(pub ProviderId);
 
 fn transfer_state(b: &Value, fallback: Option<&TransferRequest<'_>>) -> ProviderResult<TransferState> {
     let status = map_status(str_at(b, "status").ok_or_else(|| wire::unreadable("status"))?);
@@ -77,92 +53,84 @@ fn transfer_state(b: &Value, fallback: Option<&TransferRequest<'_>>) -> Provider
     Ok(TransferState { reference, status, amount, currency, reason })
 }
 
-pub async fn create_transfer(
-    http: &Outbound,
-    creds: &Credentials,
-    req: &TransferRequest<'_>,
-) -> ProviderResult<TransferState> {
-    let body = json!({
-        "reference": req.reference,
-        "amount": req.amount,
-        "currency": req.currency,
-        "recipient": {
-            "name": req.account_name,
-            "accountNumber": req.account_number,
-            "bankCode": req.bank_code,
-            "bankName": req.bank_name,
-        },
-        "reason": req.reason,
-    });
-    let b = ok_body(wire::call(http, creds, Method::POST, "/transfers", Some(&body)).await?)?;
-    transfer_state(&b, Some(req))
-}
+#[async_trait::async_trait]
+impl PaymentProvider for Gateway {
+    fn id(&self) -> ProviderId {
+        self.0
+    }
 
-pub async fn verify_transfer(http: &Outbound, creds: &Credentials, reference: &str) -> ProviderResult<TransferState> {
-    let path = format!("/transfers/{}", seg(reference));
-    let b = ok_body(wire::call(http, creds, Method::GET, &path, None).await?)?;
-    transfer_state(&b, None)
-}
+    async fn initialize(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        req: &ChargeRequest<'_>,
+    ) -> ProviderResult<ChargeInit> {
+        let body = wire::charge_body(req, "callbackUrl");
+        let b = ok_body(wire::call(http, creds, Method::POST, "/charges", Some(&body)).await?)?;
+        Ok(ChargeInit {
+            authorization_url: str_at(&b, "checkoutUrl").ok_or_else(|| wire::unreadable("checkoutUrl"))?.to_string(),
+            access_code: str_at(&b, "accessCode").unwrap_or_default().to_string(),
+        })
+    }
 
-/// Hex HMAC-SHA256 of the raw body with the secret key, in constant time.
-pub fn verify_signature(secret: &[u8], body: &[u8], signature: &str) -> bool {
-    wire::verify_hmac::<sha2::Sha256>(secret, body, signature)
-}
+    async fn verify_charge(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        reference: &str,
+    ) -> ProviderResult<ChargeState> {
+        let path = format!("/charges/{}", seg(reference));
+        let b = ok_body(wire::call(http, creds, Method::GET, &path, None).await?)?;
+        Ok(ChargeState {
+            reference: str_at(&b, "reference").ok_or_else(|| wire::unreadable("reference"))?.to_string(),
+            status: map_status(str_at(&b, "status").ok_or_else(|| wire::unreadable("status"))?),
+            amount: amount_at(&b, "amount").ok_or_else(|| wire::unreadable("amount"))?,
+            currency: str_at(&b, "currency").ok_or_else(|| wire::unreadable("currency"))?.to_string(),
+        })
+    }
 
-/// Implements [`PaymentProvider`] for a unit struct speaking the gateway protocol.
-macro_rules! gateway_provider {
-    ($ty:ident, $id:expr) => {
-        #[async_trait::async_trait]
-        impl PaymentProvider for $ty {
-            fn id(&self) -> ProviderId {
-                $id
-            }
-            async fn initialize(
-                &self,
-                http: &Outbound,
-                creds: &Credentials,
-                req: &ChargeRequest<'_>,
-            ) -> ProviderResult<ChargeInit> {
-                gateway::initialize(http, creds, req).await
-            }
-            async fn verify_charge(
-                &self,
-                http: &Outbound,
-                creds: &Credentials,
-                reference: &str,
-            ) -> ProviderResult<ChargeState> {
-                gateway::verify_charge(http, creds, reference).await
-            }
-            async fn create_transfer(
-                &self,
-                http: &Outbound,
-                creds: &Credentials,
-                req: &TransferRequest<'_>,
-            ) -> ProviderResult<TransferState> {
-                gateway::create_transfer(http, creds, req).await
-            }
-            async fn verify_transfer(
-                &self,
-                http: &Outbound,
-                creds: &Credentials,
-                reference: &str,
-            ) -> ProviderResult<TransferState> {
-                gateway::verify_transfer(http, creds, reference).await
-            }
-            fn verify_signature(&self, secret: &[u8], body: &[u8], signature: &str) -> bool {
-                gateway::verify_signature(secret, body, signature)
-            }
-            fn parse_event(&self, body: &[u8]) -> Result<ProviderEvent, String> {
-                gateway::parse_event(body)
-            }
-        }
-    };
-}
-pub(crate) use gateway_provider;
+    async fn create_transfer(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        req: &TransferRequest<'_>,
+    ) -> ProviderResult<TransferState> {
+        let body = json!({
+            "reference": req.reference,
+            "amount": req.amount,
+            "currency": req.currency,
+            "recipient": {
+                "name": req.account_name,
+                "accountNumber": req.account_number,
+                "bankCode": req.bank_code,
+                "bankName": req.bank_name,
+            },
+            "reason": req.reason,
+        });
+        let b = ok_body(wire::call(http, creds, Method::POST, "/transfers", Some(&body)).await?)?;
+        transfer_state(&b, Some(req))
+    }
 
-/// Reads the D6 webhook body.
-pub fn parse_event(body: &[u8]) -> Result<ProviderEvent, String> {
-    wire::parse_event(body)
+    async fn verify_transfer(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        reference: &str,
+    ) -> ProviderResult<TransferState> {
+        let path = format!("/transfers/{}", seg(reference));
+        let b = ok_body(wire::call(http, creds, Method::GET, &path, None).await?)?;
+        transfer_state(&b, None)
+    }
+
+    /// Hex HMAC-SHA256 of the raw body with the secret key, in constant time.
+    fn verify_signature(&self, secret: &[u8], body: &[u8], signature: &str) -> bool {
+        wire::verify_hmac::<sha2::Sha256>(secret, body, signature)
+    }
+
+    /// Reads the D6 webhook body.
+    fn parse_event(&self, body: &[u8]) -> Result<ProviderEvent, String> {
+        wire::parse_event(body)
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,11 @@
 //! Payment providers (D11.1): one trait, one adapter file per provider. `provider_a` speaks
 //! Paystack's API; `provider_b` and `provider_c` speak the gateway protocol of
-//! docs/providers.md and differ only in their webhook signature (D6.1). Adding a real provider
-//! is one new adapter file and one arm in [`adapter`].
+//! docs/providers.md and differ only in their webhook signature (D6.1).
+//!
+//! The list of providers is the one `providers!` table below: it makes [`ProviderId`], its
+//! names (the webhook route's `:provider`, the settings' `defaultProvider` and `providers.<name>`,
+//! the configuration's `[providers.<name>]` and `TESSERA_<NAME>_…`) and [`adapter`]. Adding a
+//! real provider is one new adapter file and one line in that table.
 //!
 //! Amounts cross this boundary in pesewas, as every adapter's wire does.
 pub mod gateway;
@@ -15,36 +19,55 @@ use serde_json::Value;
 
 use super::outbound::Outbound;
 
-/// The three provider identifiers of the webhook route and the settings (spec, D4.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProviderId {
-    A,
-    B,
-    C,
+/// Declares the providers: `Variant => "name", adapter;` one line each.
+macro_rules! providers {
+    ($($variant:ident => $name:literal, $adapter:expr;)+) => {
+        /// A provider identifier of the webhook route, the settings and the configuration (D4.2).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ProviderId {
+            $($variant,)+
+        }
+
+        impl ProviderId {
+            /// How many providers there are.
+            pub const COUNT: usize = [$($name),+].len();
+            /// Every provider, in the order routing tries them when none is named.
+            pub const ALL: [ProviderId; Self::COUNT] = [$(ProviderId::$variant),+];
+            /// Every provider's name, in the order of [`ProviderId::ALL`].
+            pub const NAMES: [&'static str; Self::COUNT] = [$($name),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ProviderId::$variant => $name,)+
+                }
+            }
+
+            /// The webhook signature header, `x-<name>-signature` (D6.1).
+            pub fn signature_header(self) -> &'static str {
+                match self {
+                    $(ProviderId::$variant => concat!("x-", $name, "-signature"),)+
+                }
+            }
+        }
+
+        /// The adapter of a provider.
+        pub fn adapter(id: ProviderId) -> &'static dyn PaymentProvider {
+            match id {
+                $(ProviderId::$variant => &$adapter,)+
+            }
+        }
+    };
+}
+
+providers! {
+    A => "provider_a", provider_a::ProviderA;
+    B => "provider_b", provider_b::PROVIDER_B;
+    C => "provider_c", provider_c::PROVIDER_C;
 }
 
 impl ProviderId {
-    pub const ALL: [ProviderId; 3] = [ProviderId::A, ProviderId::B, ProviderId::C];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderId::A => "provider_a",
-            ProviderId::B => "provider_b",
-            ProviderId::C => "provider_c",
-        }
-    }
-
     pub fn parse(s: &str) -> Option<ProviderId> {
         ProviderId::ALL.into_iter().find(|p| p.as_str() == s)
-    }
-
-    /// The webhook signature header (D6.1).
-    pub fn signature_header(self) -> &'static str {
-        match self {
-            ProviderId::A => "x-provider_a-signature",
-            ProviderId::B => "x-provider_b-signature",
-            ProviderId::C => "x-provider_c-signature",
-        }
     }
 }
 
@@ -214,13 +237,4 @@ pub trait PaymentProvider: Send + Sync {
 
     /// Reads a webhook body (after its signature was verified).
     fn parse_event(&self, body: &[u8]) -> Result<ProviderEvent, String>;
-}
-
-/// The adapter of a provider.
-pub fn adapter(id: ProviderId) -> &'static dyn PaymentProvider {
-    match id {
-        ProviderId::A => &provider_a::ProviderA,
-        ProviderId::B => &provider_b::ProviderB,
-        ProviderId::C => &provider_c::ProviderC,
-    }
 }

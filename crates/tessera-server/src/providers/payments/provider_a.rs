@@ -3,7 +3,7 @@
 //! Tessera's reference (D16.13: Paystack refuses a reused one); webhooks carry
 //! `x-provider_a-signature`, hex HMAC-SHA512 of the raw body with the secret key (D6.1).
 use reqwest::Method;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::wire::{self, amount_at, seg, str_at, Answer};
 use super::*;
@@ -79,16 +79,8 @@ impl PaymentProvider for ProviderA {
         creds: &Credentials,
         req: &ChargeRequest<'_>,
     ) -> ProviderResult<ChargeInit> {
-        let mut body = Map::new();
-        body.insert("email".into(), req.email.into());
-        body.insert("amount".into(), req.amount.into());
-        body.insert("reference".into(), req.reference.into());
-        body.insert("currency".into(), req.currency.into());
-        if let Some(cb) = req.callback_url {
-            body.insert("callback_url".into(), cb.into());
-        }
-        body.insert("metadata".into(), req.metadata.clone());
-        let a = wire::call(http, creds, Method::POST, "/transaction/initialize", Some(&Value::Object(body))).await?;
+        let body = wire::charge_body(req, "callback_url");
+        let a = wire::call(http, creds, Method::POST, "/transaction/initialize", Some(&body)).await?;
         let d = data(a)?;
         Ok(ChargeInit {
             authorization_url: str_at(&d, "authorization_url")

@@ -1,8 +1,6 @@
 //! `provider_b`: the gateway protocol ([`super::gateway`]); webhooks signed in
 //! `x-provider_b-signature`, hex HMAC-SHA256 (D6.1).
-use super::gateway::{self, gateway_provider};
-use super::*;
+use super::gateway::Gateway;
+use super::ProviderId;
 
-pub struct ProviderB;
-
-gateway_provider!(ProviderB, ProviderId::B);
+pub const PROVIDER_B: Gateway = Gateway(ProviderId::B);

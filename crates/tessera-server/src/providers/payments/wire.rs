@@ -3,9 +3,9 @@
 //! [`ProviderError::Unreachable`], and constant-time webhook signature checks (D6.1).
 use hmac::{Mac, SimpleHmac};
 use secrecy::ExposeSecret;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::{Credentials, ProviderError, ProviderResult};
+use super::{ChargeRequest, Credentials, ProviderError, ProviderResult};
 use crate::providers::outbound::{is_blocked, Outbound};
 
 /// An answer below 500: its status and its body as JSON (`Null` when it is not JSON).
@@ -31,6 +31,21 @@ pub(super) fn seg(s: &str) -> String {
         }
     }
     out
+}
+
+/// A new charge's body: both wires name its fields as Paystack does (the gateway protocol copied
+/// them) except the callback URL, `callback_key`.
+pub(super) fn charge_body(req: &ChargeRequest<'_>, callback_key: &str) -> Value {
+    let mut body = Map::new();
+    body.insert("reference".into(), req.reference.into());
+    body.insert("amount".into(), req.amount.into());
+    body.insert("currency".into(), req.currency.into());
+    body.insert("email".into(), req.email.into());
+    if let Some(cb) = req.callback_url {
+        body.insert(callback_key.into(), cb.into());
+    }
+    body.insert("metadata".into(), req.metadata.clone());
+    Value::Object(body)
 }
 
 /// Sends `method {base}{path}` with the Bearer secret and an optional JSON body. Network errors,

@@ -1,0 +1,73 @@
+//! `tessera serve` (with `--demo`: a demo account pointed at the sandbox) and `tessera sandbox`.
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use super::{demo, println};
+use crate::app::{shutdown_signal, Application};
+use crate::config::Config;
+use crate::sandbox::{Sandbox, SandboxOptions};
+
+/// The demo's SMTP sink.
+const DEMO_SMTP: &str = "127.0.0.1:2525";
+
+/// Runs the HTTP service until a shutdown signal; with `demo_sandbox`, also the sandbox on that
+/// address and a demo account whose providers, SMS and SMTP are the sandbox's.
+pub async fn serve(mut cfg: Config, demo_sandbox: Option<SocketAddr>) -> anyhow::Result<()> {
+    crate::telemetry::init(cfg.log_format, &cfg.log_filter);
+    let stop = shutdown_signal()?;
+    let sandbox = match demo_sandbox {
+        Some(listen) => {
+            // The demo account's provider and SMS URLs are the sandbox's, on loopback (D16.25).
+            cfg.security.allow_private_endpoints = true;
+            let smtp: SocketAddr = DEMO_SMTP.parse()?;
+            Some(Sandbox::start(SandboxOptions { listen, smtp_listen: Some(smtp), notify_url: None }).await?)
+        }
+        None => None,
+    };
+    let app = Application::build(cfg.clone()).await?;
+    let addr = app.local_addr();
+    tracing::info!(%addr, database = if cfg.database_url.is_empty() { "sqlite" } else { "postgres" }, "tessera listening");
+    if let Some(sandbox) = &sandbox {
+        let state = app.state();
+        let keys = demo::ensure(&state.store, state.directory.keyring(), cfg.data_dir()).await?;
+        let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
+        let base_url = format!("http://{host}:{}", addr.port());
+        sandbox.set_notify_url(base_url.clone());
+        let smtp = sandbox.smtp_addr().map(|a| a.to_string()).unwrap_or_else(|| DEMO_SMTP.to_string());
+        let smtp_port = sandbox.smtp_addr().map(|a| a.port()).unwrap_or(2525);
+        demo::point_at_sandbox(&state.store, state.directory.keyring(), sandbox.base_url(), ("127.0.0.1", smtp_port))
+            .await?;
+        println!("{}", demo::banner(&keys, &base_url, &exe_for_display()));
+        println!("{}", demo::sandbox_banner(sandbox.base_url(), &smtp));
+        state.directory.refresh().await?;
+    }
+    let served = app.run_until_stopped(stop).await;
+    drop(sandbox);
+    served
+}
+
+/// Runs the sandbox alone until a shutdown signal.
+pub async fn sandbox(opts: SandboxOptions) -> anyhow::Result<()> {
+    let stop = shutdown_signal()?;
+    let sandbox = Sandbox::start(opts).await?;
+    println!(
+        "Tessera sandbox on {base} (in memory; for demos and tests, it moves no money)\n  \
+         provider APIs: {base}/provider_a (Paystack's API), {base}/provider_b, {base}/provider_c (gateway protocol)\n  \
+         SMS gateway: {base}/sms/messages   SMTP sink: {smtp}\n  \
+         control API: {base}/sandbox/…  (docs/providers.md)",
+        base = sandbox.base_url(),
+        smtp = sandbox.smtp_addr().map(|a| a.to_string()).unwrap_or_else(|| "off".into()),
+    );
+    stop.await;
+    sandbox.stop();
+    Ok(())
+}
+
+/// This executable as the demo banner shows it: relative to the working directory when inside it.
+fn exe_for_display() -> String {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("tessera"));
+    match std::env::current_dir().ok().and_then(|cwd| exe.strip_prefix(&cwd).ok().map(|p| p.to_path_buf())) {
+        Some(rel) => format!("./{}", rel.display()),
+        None => exe.display().to_string(),
+    }
+}
