@@ -4,7 +4,10 @@
 #   1. only app.rs, main.rs and cli/ import `workers` (workers are started, never called into);
 #   2. only http/ itself, app.rs, main.rs and cli/ import `http`;
 #   3. flows/, store/, domain/, providers/, auth/ and workers/ use no axum;
-#   4. domain/ imports no store, flows, providers, state, http or sqlx (types and rules, no I/O);
+#   4. domain/ imports no store, flows, providers, state, http or sqlx (types and rules, no I/O),
+#      except the provider identifiers `providers::payments::ProviderId` (the provider list is
+#      kept beside the adapters so that adding a provider is one file and one line; the settings
+#      rules read its names);
 #   5. no SQL under http/ (no sqlx, no SELECT/INSERT/UPDATE/DELETE statement text);
 #   6. no route handler (a `pub async fn` under http/v1, http/portal, http/webhooks.rs) is longer
 #      than 60 lines, from `pub async fn` to its closing brace.
@@ -33,7 +36,7 @@ done < <(hits '(^|[^a-z_])axum::|use axum' flows store domain providers auth wor
 
 while IFS= read -r line; do
   [ -n "$line" ] && breach "domain/ depends on I/O layers: $line"
-done < <(hits 'crate::(store|flows|providers|state|http)\b|sqlx::' domain)
+done < <(hits 'crate::(store|flows|providers|state|http)\b|sqlx::' domain | grep -v 'use crate::providers::payments::ProviderId;')
 
 while IFS= read -r line; do
   [ -n "$line" ] && breach "SQL under http/: $line"

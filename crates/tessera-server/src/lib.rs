@@ -13,7 +13,7 @@
 //!   [`app`], which builds the state, the router and the workers and serves them.
 //! - [`http`]: the route table ([`http::router`]), envelope, errors, extractors and middleware;
 //!   handlers in `http::v1::<resource>` parse, call one flow function and render.
-//! - `flows`: the layer between `http` and `store`, one module per flow (checkout, fulfilment,
+//! - [`flows`]: the layer between `http` and `store`, one module per flow (checkout, fulfilment,
 //!   payouts, approvals, customer access); handlers and workers call the same flow functions.
 //! - [`auth`]: master key and secrets, key directory (cached keys), replay store, guards.
 //! - [`domain`]: types and rules, no I/O.

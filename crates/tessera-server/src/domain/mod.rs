@@ -53,6 +53,7 @@ pub mod submissions;
 pub mod ticket_types;
 pub mod tickets;
 pub mod time;
+pub mod urls;
 pub mod withdrawals;
 
 /// A rule broken by input, with the field it concerns (becomes a 400 details item).

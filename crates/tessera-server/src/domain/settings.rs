@@ -621,7 +621,7 @@ pub fn check_outbound_urls(category: &str, config: &Value, allow_private: bool) 
     }
     let mut check = Check::new();
     for (field, url) in urls {
-        if let Err(why) = crate::providers::outbound::check_account_url(url, allow_private) {
+        if let Err(why) = super::urls::check_account_url(url, allow_private) {
             check.fail(field, why);
         }
     }

@@ -45,7 +45,8 @@ pub async fn receive(
 ) -> Result<(StatusCode, Json<WebhookAck>), ApiError> {
     let Some(id) = ProviderId::parse(&provider) else {
         metrics::webhook_received("unsupported", "unsupported_provider");
-        return Err(ApiError::field("provider", "unsupported provider; one of provider_a, provider_b, provider_c"));
+        let names = ProviderId::NAMES.join(", ");
+        return Err(ApiError::field("provider", format!("unsupported provider; one of {names}")));
     };
     let count = |outcome: &'static str| metrics::webhook_received(id.as_str(), outcome);
     let signature = req.headers().get(id.signature_header()).and_then(|v| v.to_str().ok()).map(str::to_string);
