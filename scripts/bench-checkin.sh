@@ -30,7 +30,9 @@ trap cleanup EXIT
 
 echo "== machine: $(nproc) cpus, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with local changes)'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-T=target/release/tessera
+# BENCH_SERVER_BIN: the server binary to measure (default the release build); a copy of an
+# earlier build compares two builds in adjacent runs.
+T=${BENCH_SERVER_BIN:-target/release/tessera}
 db_args=()
 [ -n "${DATABASE_URL:-}" ] && db_args=(--database-url "$DATABASE_URL")
 
