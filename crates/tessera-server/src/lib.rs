@@ -31,6 +31,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod flows;
 pub mod http;
 pub mod notify;
 pub mod payments;

@@ -6,6 +6,7 @@
 //! every connection, all writes through one writer connection and reads through a read-only
 //! pool. On PostgreSQL both handles are the same pool.
 pub mod accounts;
+pub mod approvals;
 pub mod audit;
 pub mod campaigns;
 pub mod customers;
@@ -58,6 +59,9 @@ pub enum StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// A write transaction opened by [`Store::begin`].
+pub type Tx = sqlx::Transaction<'static, sqlx::Any>;
 
 /// An update refused by the rules or by the store.
 #[derive(Debug, thiserror::Error)]
@@ -180,6 +184,12 @@ impl Store {
 
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// A write transaction, for a flow that runs several of a store module's query functions as
+    /// one change (it commits with `tx.commit()`; dropping it rolls back).
+    pub async fn begin(&self) -> StoreResult<Tx> {
+        Ok(self.writer().begin().await?)
     }
 
     pub(crate) fn writer(&self) -> &AnyPool {
