@@ -153,8 +153,15 @@ pub fn operator_profile_move(from: ProfileStatus, to: ProfileStatus) -> Result<(
 /// Member states (D15.2).
 pub const MEMBER_STATES: [&str; 4] = ["pending", "active", "suspended", "revoked"];
 pub const MEMBER_TYPES: [&str; 5] = ["owner", "operator", "finance", "support", "sub_creator"];
-/// The member type only the operator sets (`admin reseller create`).
-pub const OWNER: &str = "owner";
+
+status_enum! {
+    /// What a member is to the reseller (D15.2); the owner is set by the operator only
+    /// (`admin reseller create`).
+    MemberType {
+        Owner => "owner", Operator => "operator", Finance => "finance", Support => "support",
+        SubCreator => "sub_creator",
+    }
+}
 
 status_enum! {
     /// A member's state (D15.2): `pending` is an invitation or a linked user not yet activated.
@@ -181,7 +188,7 @@ pub struct MemberRequest {
     /// Lower-cased.
     pub email: Option<String>,
     pub creator_id: Option<String>,
-    pub member_type: String,
+    pub member_type: MemberType,
     pub display_name: Option<String>,
     pub roles: Vec<String>,
     pub permissions: Vec<String>,
@@ -200,15 +207,15 @@ pub struct MemberFields<'a> {
     pub status: Option<&'a str>,
 }
 
-fn member_type(check: &mut Check, v: Option<&str>) -> Option<String> {
-    match v {
+fn member_type(check: &mut Check, v: Option<&str>) -> Option<MemberType> {
+    match v.map(|t| (t, MemberType::parse(t))) {
         None => None,
-        Some(OWNER) => {
+        Some((_, Some(MemberType::Owner))) => {
             check.fail("memberType", "owner is set by the platform operator, not through the portal");
             None
         }
-        Some(t) if MEMBER_TYPES.contains(&t) => Some(t.to_string()),
-        Some(_) => {
+        Some((_, Some(t))) => Some(t),
+        Some((_, None)) => {
             check.fail("memberType", format!("must be one of {}", MEMBER_TYPES[1..].join(", ")));
             None
         }
@@ -237,7 +244,7 @@ pub fn parse_member(f: &MemberFields<'_>) -> Result<MemberRequest, DomainError> 
     if f.user_id.is_none() && f.email.is_none() {
         check.fail("email", "userId or email is required");
     }
-    let kind = member_type(&mut check, f.member_type).unwrap_or_else(|| "operator".into());
+    let kind = member_type(&mut check, f.member_type).unwrap_or(MemberType::Operator);
     let (display_name, roles, permissions) = grants(&mut check, f);
     check.finish()?;
     Ok(MemberRequest {
@@ -254,7 +261,7 @@ pub fn parse_member(f: &MemberFields<'_>) -> Result<MemberRequest, DomainError> 
 /// A change to a member, parsed (`PATCH …/members/:id`); `None` leaves a field as it is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MemberChange {
-    pub member_type: Option<String>,
+    pub member_type: Option<MemberType>,
     pub display_name: Option<String>,
     pub roles: Option<Vec<String>>,
     pub permissions: Option<Vec<String>>,
@@ -287,8 +294,12 @@ pub fn parse_member_change(f: &MemberFields<'_>) -> Result<MemberChange, DomainE
 
 /// What the portal may not do to a member (D15.2, D16.15): change the owner, or move its
 /// status other than the member moves allow.
-pub fn portal_member_change(before_type: &str, before: MemberStatus, after: MemberStatus) -> Result<(), DomainError> {
-    if before_type == OWNER {
+pub fn portal_member_change(
+    before_type: MemberType,
+    before: MemberStatus,
+    after: MemberStatus,
+) -> Result<(), DomainError> {
+    if before_type == MemberType::Owner {
         return Err(DomainError::Conflict("the owner member cannot be changed through the portal".into()));
     }
     member_move(before, after)
@@ -368,6 +379,17 @@ status_enum! {
     /// An approval request's state: pending until decided (approved, rejected) or withdrawn by
     /// its requester (cancelled); every end is final.
     ApprovalStatus { Pending => "pending", Approved => "approved", Rejected => "rejected", Cancelled => "cancelled" }
+}
+
+/// The `status` filter of an approval-request list.
+pub fn parse_approval_filter(status: Option<&str>) -> Result<Option<ApprovalStatus>, DomainError> {
+    status
+        .map(|s| {
+            ApprovalStatus::parse(s).ok_or_else(|| {
+                DomainError::field("status", format!("must be one of {}; got {s:?}", APPROVAL_STATES.join(", ")))
+            })
+        })
+        .transpose()
 }
 
 status_enum! {

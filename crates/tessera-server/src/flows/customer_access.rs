@@ -211,9 +211,9 @@ async fn try_code(tx: &mut Tx, c: &Challenge, matches: bool, now: i64) -> Access
     Ok(if consumed { Verified::Accepted } else { Verified::Used })
 }
 
-fn committed<T>(r: Result<(), sqlx::Error>, v: T) -> AccessResult<T> {
-    r.map_err(StoreError::from)?;
-    Ok(v)
+async fn commit(tx: Tx) -> AccessResult<()> {
+    tx.commit().await.map_err(StoreError::from)?;
+    Ok(())
 }
 
 // ---- my-tickets (D8) ----
@@ -286,11 +286,21 @@ pub async fn verify_holder_passcode(
         };
         customers::insert_customer_session(&mut tx, &keyring.hash_secret(&token), &session, &challenge.id, now).await?;
     }
-    committed(tx.commit().await, ())?;
+    commit(tx).await?;
     match verdict {
         Verified::Accepted => Ok(Opened { token, expires_at }),
         other => Err(AccessError::Refused(other)),
     }
+}
+
+/// What a my-tickets call presents: the key's account (and campaign, for a campaign key), the
+/// session token and the campaign the body names.
+#[derive(Debug, Clone, Copy)]
+pub struct Holder<'a> {
+    pub account_id: &'a str,
+    pub key_campaign: Option<&'a str>,
+    pub token: Option<&'a str>,
+    pub campaign: Option<&'a str>,
 }
 
 /// The holder session a body names: no token → 400; unknown or expired → 401; another
@@ -298,54 +308,39 @@ pub async fn verify_holder_passcode(
 pub async fn holder_session(
     store: &Store,
     keyring: &Keyring,
-    account_id: &str,
-    key_campaign: Option<&str>,
-    token: Option<&str>,
-    campaign: Option<&str>,
+    h: &Holder<'_>,
     now: i64,
 ) -> AccessResult<CustomerSession> {
-    let Some(token) = token.filter(|t| !t.is_empty() && t.len() <= 256) else {
+    let Some(token) = h.token.filter(|t| !t.is_empty() && t.len() <= 256) else {
         return Err(DomainError::field("sessionToken", "is required").into());
     };
     let Some((stored, s)) = store.customer_session(&keyring.hash_secret(token), now).await? else {
         return Err(AccessError::UnknownSession);
     };
-    if !keyring.secret_matches(token, &stored) || s.account_id != account_id {
+    if !keyring.secret_matches(token, &stored) || s.account_id != h.account_id {
         return Err(AccessError::NotFound("session"));
     }
-    if campaign.or(key_campaign).is_some_and(|c| c != s.campaign_id) {
+    if h.campaign.or(h.key_campaign).is_some_and(|c| c != s.campaign_id) {
         return Err(AccessError::NotFound("session"));
     }
     Ok(s)
 }
 
 /// `my-tickets/list`: the session's tickets in its campaign.
-pub async fn holder_tickets(
-    store: &Store,
-    keyring: &Keyring,
-    account_id: &str,
-    key_campaign: Option<&str>,
-    token: Option<&str>,
-    campaign: Option<&str>,
-    now: i64,
-) -> AccessResult<Vec<Ticket>> {
-    let s = holder_session(store, keyring, account_id, key_campaign, token, campaign, now).await?;
+pub async fn holder_tickets(store: &Store, keyring: &Keyring, h: &Holder<'_>, now: i64) -> AccessResult<Vec<Ticket>> {
+    let s = holder_session(store, keyring, h, now).await?;
     Ok(store.holder_tickets(&s.account_id, &s.campaign_id, &s.email).await?)
 }
 
 /// `my-tickets/qr`: one ticket of the session, by its code or QR token (`code` normalized).
-#[allow(clippy::too_many_arguments)]
 pub async fn holder_ticket(
     store: &Store,
     keyring: &Keyring,
-    account_id: &str,
-    key_campaign: Option<&str>,
-    token: Option<&str>,
-    campaign: Option<&str>,
+    h: &Holder<'_>,
     code: &str,
     now: i64,
 ) -> AccessResult<Ticket> {
-    let tickets = holder_tickets(store, keyring, account_id, key_campaign, token, campaign, now).await?;
+    let tickets = holder_tickets(store, keyring, h, now).await?;
     tickets.into_iter().find(|t| t.ticket_code == code || t.qr_token == code).ok_or(AccessError::NotFound("ticket"))
 }
 
@@ -390,7 +385,9 @@ pub async fn sign_in(
     let mut tx = store.begin().await?;
     let verdict = try_code(&mut tx, &c, matches, now).await?;
     if verdict != Verified::Accepted {
-        return committed(tx.commit().await, ()).and(Err(AccessError::Refused(verdict)));
+        // A wrong code counts even though nothing opens.
+        commit(tx).await?;
+        return Err(AccessError::Refused(verdict));
     }
     let user_id = portal_store::user_for_email(&mut tx, &c.recipient, now).await?;
     let Some(mut member) = portal_store::sign_in_member(&mut tx, Some(&user_id), &c.recipient).await? else {
@@ -418,7 +415,8 @@ pub async fn sign_in(
     }
     open_portal_session(&mut tx, &keyring.hash_secret(&token), &user_id, &member, &actor, expires_at, now, json!({}))
         .await?;
-    committed(tx.commit().await, Opened { token, expires_at })
+    commit(tx).await?;
+    Ok(Opened { token, expires_at })
 }
 
 /// Writes a portal session and its audit entry (`extra` joins the summary).
@@ -449,7 +447,8 @@ pub async fn operator_session(store: &Store, keyring: &Keyring, email: &str, now
     let extra = json!({"userId": user_id});
     open_portal_session(&mut tx, &keyring.hash_secret(&token), &user_id, &member, &actor, expires_at, now, extra)
         .await?;
-    committed(tx.commit().await, Opened { token, expires_at })
+    commit(tx).await?;
+    Ok(Opened { token, expires_at })
 }
 
 /// The live portal session of a bearer token (`None`: unknown, expired, ended, or its member no
@@ -518,7 +517,7 @@ pub async fn verify_otp(
     let matches = code_matches(keyring, &c.id, &attempt.code, &c.code_hash);
     let mut tx = store.begin().await?;
     let verdict = try_code(&mut tx, &c, matches, now).await?;
-    committed(tx.commit().await, ())?;
+    commit(tx).await?;
     match verdict {
         Verified::Accepted => Ok(purpose),
         other => Err(AccessError::Refused(other)),

@@ -11,7 +11,9 @@ use sqlx::Row;
 use super::audit::{record, Audit};
 use super::{unique_to_conflict, Store, StoreError, StoreResult};
 use crate::domain::new_id;
-use crate::domain::portal::{MemberChange, MemberRequest, MemberStatus, ProfileChange, ProfileStatus, ADMIN, OWNER};
+use crate::domain::portal::{
+    MemberChange, MemberRequest, MemberStatus, MemberType, ProfileChange, ProfileStatus, ADMIN,
+};
 
 /// Who made a change, for the audit entry.
 #[derive(Debug, Clone, Default)]
@@ -94,7 +96,7 @@ pub struct Member {
     pub user_id: Option<String>,
     pub email: Option<String>,
     pub creator_id: Option<String>,
-    pub member_type: String,
+    pub member_type: MemberType,
     pub display_name: Option<String>,
     pub roles: Vec<String>,
     pub permissions: Vec<String>,
@@ -110,7 +112,7 @@ impl Member {
     }
     /// The owner member (set by the operator; the portal cannot change it).
     pub fn is_owner(&self) -> bool {
-        self.member_type == OWNER
+        self.member_type == MemberType::Owner
     }
     pub fn is_admin(&self) -> bool {
         self.roles.iter().any(|r| r == ADMIN)
@@ -132,7 +134,10 @@ fn member_from_row(r: &AnyRow) -> StoreResult<Member> {
         user_id: r.try_get("user_id")?,
         email: r.try_get("email")?,
         creator_id: r.try_get("creator_id")?,
-        member_type: r.try_get("member_type")?,
+        member_type: {
+            let t: String = r.try_get("member_type")?;
+            MemberType::parse(&t).ok_or_else(|| StoreError::Corrupt(format!("member type {t:?}")))?
+        },
         display_name: r.try_get("display_name")?,
         roles: names(r, "roles")?,
         permissions: names(r, "permissions")?,
@@ -295,7 +300,7 @@ impl Store {
             user_id: Some(user_id),
             email: Some(owner_email.to_string()),
             creator_id: None,
-            member_type: OWNER.into(),
+            member_type: MemberType::Owner,
             display_name: None,
             roles: vec![ADMIN.into()],
             permissions: Vec::new(),
@@ -458,7 +463,7 @@ impl Store {
             user_id: m.user_id.clone(),
             email,
             creator_id: m.creator_id.clone(),
-            member_type: m.member_type.clone(),
+            member_type: m.member_type,
             display_name: m.display_name.clone(),
             roles: m.roles.clone(),
             permissions: m.permissions.clone(),
@@ -497,8 +502,8 @@ impl Store {
         let mut tx = self.writer().begin().await.map_err(StoreError::from)?;
         let before = member_in(&mut tx, account_id, id).await?;
         let mut after = before.clone();
-        if let Some(v) = &patch.member_type {
-            after.member_type = v.clone();
+        if let Some(v) = patch.member_type {
+            after.member_type = v;
         }
         if let Some(v) = &patch.display_name {
             after.display_name = Some(v.clone());
@@ -518,7 +523,7 @@ impl Store {
             "UPDATE reseller_members SET member_type = $1, display_name = $2, roles = $3, permissions = $4, status = $5, \
              updated_at = $6 WHERE account_id = $7 AND id = $8 AND updated_at = $9",
         )
-        .bind(&after.member_type)
+        .bind(after.member_type.as_str())
         .bind(after.display_name.as_deref())
         .bind(json!(after.roles).to_string())
         .bind(json!(after.permissions).to_string())
@@ -626,7 +631,7 @@ async fn insert_member(conn: &mut sqlx::AnyConnection, m: &Member) -> StoreResul
     .bind(m.user_id.as_deref())
     .bind(m.email.as_deref())
     .bind(m.creator_id.as_deref())
-    .bind(&m.member_type)
+    .bind(m.member_type.as_str())
     .bind(m.display_name.as_deref())
     .bind(json!(m.roles).to_string())
     .bind(json!(m.permissions).to_string())

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::domain::is_uuid;
 use crate::domain::portal::{
-    parse_decision, parse_filing, ApprovalStatus, APPROVALS_DECIDE, APPROVAL_STATES as STATUSES, ENTITY_TYPES,
+    parse_approval_filter, parse_decision, parse_filing, APPROVALS_DECIDE, APPROVAL_STATES, ENTITY_TYPES,
 };
 use crate::domain::time::{now_ms, rfc3339};
 use crate::flows::approvals::{self, ApprovalError, PortalDecider};
@@ -42,7 +42,7 @@ fn decision_schema() -> utoipa::openapi::schema::Object {
 }
 
 fn status_schema() -> utoipa::openapi::schema::Object {
-    string_enum(&STATUSES, "Only requests in this state")
+    string_enum(&APPROVAL_STATES, "Only requests in this state")
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -143,13 +143,7 @@ pub async fn list(
     caller: PortalCaller,
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> PortalResult<Vec<ApprovalOut>> {
-    let status =
-        match q.status.as_deref() {
-            None => None,
-            Some(s) => Some(ApprovalStatus::parse(s).ok_or_else(|| {
-                ApiError::field("status", format!("must be one of {}; got {s:?}", STATUSES.join(", ")))
-            })?),
-        };
+    let status = parse_approval_filter(q.status.as_deref())?;
     let all = approvals::list(&state.store, Some(caller.account_id()), status).await?;
     Ok(Portal::ok(all.into_iter().map(ApprovalOut::from).collect()))
 }

@@ -10,7 +10,7 @@ use super::{
     Portal, PortalBodyErrors, PortalCaller, PortalConflict, PortalEnvelope, PortalErrors, PortalNoMember,
     PortalNotFound, PortalResult, PortalThrottled,
 };
-use crate::domain::portal::{parse_code_try, portal_email};
+use crate::domain::portal::portal_email;
 use crate::domain::time::{now_ms, rfc3339};
 use crate::flows::customer_access::{self as access, AccessError, Issued, Verified};
 use crate::http::envelope::request_id;
@@ -25,21 +25,39 @@ pub struct OtpStartIn {
     pub email: Option<String>,
 }
 
+/// A passcode challenge made (portal sign-in, `otp/send`, my-tickets `request-otp`).
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChallengeOut {
+    /// Give it back with the code to verify-otp.
     pub challenge_id: String,
     /// When the passcode stops working.
     pub expires_at: String,
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct OtpVerifyIn {
-    pub challenge_id: Option<String>,
-    /// The 6-digit passcode from the e-mail.
-    pub code: Option<String>,
+/// Defines the body of a passcode check: one shape under each name the API documents
+/// (`OtpVerifyIn` of the portal, `VerifyOtpIn` of my-tickets).
+macro_rules! code_try_body {
+    ($name:ident) => {
+        #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        pub struct $name {
+            pub challenge_id: Option<String>,
+            /// The 6-digit passcode from the e-mail.
+            pub code: Option<String>,
+        }
+
+        impl $name {
+            /// The challenge id and code, checked for form (400 otherwise).
+            pub fn parse(&self) -> Result<$crate::domain::portal::CodeTry, $crate::domain::DomainError> {
+                $crate::domain::portal::parse_code_try(self.challenge_id.as_deref(), self.code.as_deref())
+            }
+        }
+    };
 }
+pub(crate) use code_try_body;
+
+code_try_body!(OtpVerifyIn);
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -130,7 +148,7 @@ pub async fn otp_verify(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<OtpVerifyIn>,
 ) -> PortalResult<SessionOut> {
-    let attempt = parse_code_try(body.challenge_id.as_deref(), body.code.as_deref())?;
+    let attempt = body.parse()?;
     let opened = access::sign_in(&state.store, state.keyring(), &attempt, Some(request_id()), now_ms()).await?;
     Ok(Portal::ok(SessionOut { token: opened.token, expires_at: rfc3339(opened.expires_at) }))
 }

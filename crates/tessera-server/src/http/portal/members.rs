@@ -137,8 +137,7 @@ pub async fn update(
         ..MemberFields::default()
     })?;
     may_grant(&caller, patch.roles.as_deref().unwrap_or_default(), patch.permissions.as_deref().unwrap_or_default())?;
-    let judge =
-        |before: &Member, after: &Member| portal_member_change(&before.member_type, before.status, after.status);
+    let judge = |before: &Member, after: &Member| portal_member_change(before.member_type, before.status, after.status);
     let m = state
         .store
         .update_reseller_member(caller.account_id(), &id, &patch, judge, &caller.actor(), now_ms())

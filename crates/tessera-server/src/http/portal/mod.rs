@@ -218,7 +218,7 @@ impl From<&Member> for MemberOut {
             user_id: m.user_id.clone(),
             email: m.email.clone(),
             creator_id: m.creator_id.clone(),
-            member_type: m.member_type.clone(),
+            member_type: m.member_type.as_str().to_string(),
             display_name: m.display_name.clone(),
             roles: m.roles.clone(),
             permissions: m.permissions.clone(),

@@ -10,7 +10,7 @@ use super::auth::{ChallengeOut, OtpVerifyIn};
 use super::{
     Portal, PortalBodyErrors, PortalCaller, PortalConflict, PortalEnvelope, PortalErrors, PortalNotFound, PortalResult,
 };
-use crate::domain::portal::{parse_code_try, parse_otp_send, OTP_PURPOSES};
+use crate::domain::portal::{parse_otp_send, OTP_PURPOSES};
 use crate::domain::scopes::Scope;
 use crate::domain::time::now_ms;
 use crate::flows::customer_access as access;
@@ -80,7 +80,7 @@ pub async fn verify(
     caller: PortalCaller,
     ApiJson(body): ApiJson<OtpVerifyIn>,
 ) -> PortalResult<VerifiedOut> {
-    let attempt = parse_code_try(body.challenge_id.as_deref(), body.code.as_deref())?;
+    let attempt = body.parse()?;
     let purpose = access::verify_otp(&state.store, state.keyring(), caller.account_id(), &attempt, now_ms()).await?;
     Ok(Portal::ok(VerifiedOut { verified: true, purpose }))
 }

@@ -15,14 +15,15 @@ use utoipa::ToSchema;
 
 use super::campaign_id;
 use super::tickets::{ticket_lookup_code, TicketOut};
-use crate::domain::portal::{parse_code_try, parse_holder_passcode};
+use crate::domain::portal::parse_holder_passcode;
 use crate::domain::qr;
 use crate::domain::time::{now_ms, rfc3339};
 use crate::flows::customer_access as access;
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{scope, ApiJson, Signed};
+use crate::http::extract::{scope, ApiJson, Caller, Signed};
 use crate::http::openapi::{BodyErrors, Conflict, NotFound, SignedErrors};
+use crate::http::portal::auth::{code_try_body, ChallengeOut};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -34,22 +35,7 @@ pub struct RequestOtpIn {
     pub email: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ChallengeOut {
-    /// Give it back with the code to verify-otp.
-    pub challenge_id: String,
-    /// When the passcode stops working.
-    pub expires_at: String,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct VerifyOtpIn {
-    pub challenge_id: Option<String>,
-    /// The 6-digit passcode from the e-mail.
-    pub code: Option<String>,
-}
+code_try_body!(VerifyOtpIn);
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -126,7 +112,7 @@ pub async fn request_otp(
         now_ms(),
     )
     .await?;
-    Ok(ApiResponse::ok(ChallengeOut { challenge_id: issued.challenge_id, expires_at: rfc3339(issued.expires_at) }))
+    Ok(ApiResponse::ok(issued.into()))
 }
 
 /// POST /api/white-label/v1/my-tickets/verify-otp — domain and private HMAC key — my-tickets:read
@@ -144,12 +130,17 @@ pub async fn verify_otp(
     caller: Signed<scope::MyTicketsRead>,
     ApiJson(body): ApiJson<VerifyOtpIn>,
 ) -> ApiResult<SessionOut> {
-    let attempt = parse_code_try(body.challenge_id.as_deref(), body.code.as_deref())?;
+    let attempt = body.parse()?;
     let (account, key_campaign) = (&caller.account_id, caller.campaign_id.as_deref());
     let opened =
         access::verify_holder_passcode(&state.store, state.keyring(), account, key_campaign, &attempt, now_ms())
             .await?;
     Ok(ApiResponse::ok(SessionOut { session_token: opened.token, expires_at: rfc3339(opened.expires_at) }))
+}
+
+/// What a list or qr body presents, with the key that signed it.
+fn holder<'a>(caller: &'a Caller, token: Option<&'a str>, campaign: Option<&'a str>) -> access::Holder<'a> {
+    access::Holder { account_id: &caller.account_id, key_campaign: caller.campaign_id.as_deref(), token, campaign }
 }
 
 /// POST /api/white-label/v1/my-tickets/list — domain and private HMAC key — my-tickets:read
@@ -167,10 +158,8 @@ pub async fn list(
     caller: Signed<scope::MyTicketsRead>,
     ApiJson(body): ApiJson<ListIn>,
 ) -> ApiResult<Vec<MyTicketOut>> {
-    let (token, campaign) = (body.session_token.as_deref(), body.campaign_id.as_deref());
-    let (account, key_campaign) = (&caller.account_id, caller.campaign_id.as_deref());
-    let tickets =
-        access::holder_tickets(&state.store, state.keyring(), account, key_campaign, token, campaign, now_ms()).await?;
+    let holder = holder(&caller, body.session_token.as_deref(), body.campaign_id.as_deref());
+    let tickets = access::holder_tickets(&state.store, state.keyring(), &holder, now_ms()).await?;
     Ok(ApiResponse::ok(
         tickets
             .into_iter()
@@ -201,11 +190,8 @@ pub async fn qr(
         return Err(ApiError::field("ticketCode", "is required"));
     };
     let code = ticket_lookup_code(code);
-    let (token, campaign) = (body.session_token.as_deref(), body.campaign_id.as_deref());
-    let (account, key_campaign) = (&caller.account_id, caller.campaign_id.as_deref());
-    let t =
-        access::holder_ticket(&state.store, state.keyring(), account, key_campaign, token, campaign, &code, now_ms())
-            .await?;
+    let holder = holder(&caller, body.session_token.as_deref(), body.campaign_id.as_deref());
+    let t = access::holder_ticket(&state.store, state.keyring(), &holder, &code, now_ms()).await?;
     let svg = qr::svg(&t.qr_token).map_err(ApiError::internal)?;
     let png = qr::png(&t.qr_token).map_err(ApiError::internal)?;
     Ok(ApiResponse::ok(QrOut { ticket_code: t.ticket_code, svg, png_base64: STANDARD.encode(png) }))
