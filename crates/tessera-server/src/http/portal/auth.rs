@@ -12,7 +12,7 @@ use super::{
 };
 use crate::domain::portal::portal_email;
 use crate::domain::time::{now_ms, rfc3339};
-use crate::flows::customer_access::{self as access, AccessError, Issued, Verified};
+use crate::flows::customer_access::{self as access, AccessError, Verified};
 use crate::http::envelope::request_id;
 use crate::http::error::ApiError;
 use crate::http::extract::{parse_json, ApiJson};
@@ -25,15 +25,29 @@ pub struct OtpStartIn {
     pub email: Option<String>,
 }
 
-/// A passcode challenge made (portal sign-in, `otp/send`, my-tickets `request-otp`).
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ChallengeOut {
-    /// Give it back with the code to verify-otp.
-    pub challenge_id: String,
-    /// When the passcode stops working.
-    pub expires_at: String,
+/// Defines the answer of a passcode request (portal sign-in and `otp/send`; my-tickets
+/// `request-otp`, whose document also describes `challengeId`: the optional attribute).
+macro_rules! challenge_out {
+    ($name:ident $(, #[$id_doc:meta])?) => {
+        #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            $(#[$id_doc])?
+            pub challenge_id: String,
+            /// When the passcode stops working.
+            pub expires_at: String,
+        }
+
+        impl From<$crate::flows::customer_access::Issued> for $name {
+            fn from(i: $crate::flows::customer_access::Issued) -> Self {
+                $name { challenge_id: i.challenge_id, expires_at: $crate::domain::time::rfc3339(i.expires_at) }
+            }
+        }
+    };
 }
+pub(crate) use challenge_out;
+
+challenge_out!(ChallengeOut);
 
 /// Defines the body of a passcode check: one shape under each name the API documents
 /// (`OtpVerifyIn` of the portal, `VerifyOtpIn` of my-tickets).
@@ -105,12 +119,6 @@ fn refused(v: Verified) -> ApiError {
         Verified::Locked => locked(),
         Verified::Expired => ApiError::conflict("this passcode has expired; request a new one"),
         Verified::Used | Verified::Accepted => ApiError::conflict("this passcode was already used; request a new one"),
-    }
-}
-
-impl From<Issued> for ChallengeOut {
-    fn from(i: Issued) -> Self {
-        ChallengeOut { challenge_id: i.challenge_id, expires_at: rfc3339(i.expires_at) }
     }
 }
 

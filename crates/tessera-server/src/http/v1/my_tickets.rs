@@ -23,7 +23,7 @@ use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, ApiJson, Caller, Signed};
 use crate::http::openapi::{BodyErrors, Conflict, NotFound, SignedErrors};
-use crate::http::portal::auth::{code_try_body, ChallengeOut};
+use crate::http::portal::auth::{challenge_out, code_try_body};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -34,6 +34,8 @@ pub struct RequestOtpIn {
     #[schema(format = Email)]
     pub email: Option<String>,
 }
+
+challenge_out!(ChallengeOut, #[doc = "Give it back with the code to verify-otp."]);
 
 code_try_body!(VerifyOtpIn);
 
