@@ -1,9 +1,9 @@
 //! The reseller portal's persistence (D10, D15, D16.14–18): users, reseller profiles, members
 //! and invitations, portal sessions (their rules are `flows::customer_access`'s; approval
-//! requests are `store::approvals`). Every method
-//! on reseller data takes the account id first; every change is one transaction with its audit
-//! entry (actor: the user and member, or the operator; never a token or passcode). State moves
-//! are conditional updates, so two concurrent moves of one row cannot both pass.
+//! requests are `store::approvals`). Every method on reseller data takes the account id first;
+//! every change is one transaction with its audit entry (actor: the user and member, or the
+//! operator; never a token or passcode). State moves are conditional updates, so two concurrent
+//! moves of one row cannot both pass.
 use serde_json::{json, Value};
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -109,10 +109,6 @@ impl Member {
     /// An invitation: no user yet, waiting for a sign-in with its e-mail (D15.2).
     pub fn is_invitation(&self) -> bool {
         self.user_id.is_none() && self.status == MemberStatus::Pending
-    }
-    /// The owner member (set by the operator; the portal cannot change it).
-    pub fn is_owner(&self) -> bool {
-        self.member_type == MemberType::Owner
     }
     pub fn is_admin(&self) -> bool {
         self.roles.iter().any(|r| r == ADMIN)
