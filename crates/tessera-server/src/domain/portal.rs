@@ -654,4 +654,37 @@ mod tests {
         assert!(needs_admin_to_grant(&[], &[MEMBERS_MANAGE.into()]));
         assert_eq!(effective_permissions(&["admin".into()], &[]).len(), all_permissions().len());
     }
+
+    #[test]
+    fn statuses_read_back_what_they_write_and_only_known_names_parse() {
+        for s in APPROVAL_STATES {
+            assert_eq!(ApprovalStatus::parse(s).map(ApprovalStatus::as_str), Some(s));
+        }
+        for s in MEMBER_STATES {
+            assert_eq!(MemberStatus::parse(s).map(|m| m.to_string()), Some(s.to_string()));
+        }
+        assert_eq!(serde_json::json!(ProfileStatus::Enabled), serde_json::json!("enabled"));
+        assert_eq!(MemberType::parse("sub_creator"), Some(MemberType::SubCreator));
+        assert!(ApprovalStatus::parse("PENDING").is_none());
+    }
+
+    #[test]
+    fn a_decision_body_is_approved_rejected_or_cancelled_with_an_optional_note() {
+        let d = parse_decision(Some("approved"), Some(" ok ")).expect("parse");
+        assert_eq!(d, DecisionRequest { verdict: Verdict::Decide(Decision::Approved), note: Some("ok".into()) });
+        assert_eq!(parse_decision(Some("cancelled"), None).map(|d| d.verdict), Ok(Verdict::Cancel));
+        assert!(parse_decision(Some("pending"), None).is_err());
+        assert!(parse_decision(None, None).is_err());
+    }
+
+    #[test]
+    fn an_otp_send_body_names_every_broken_field_and_refuses_whatsapp() {
+        let Err(DomainError::Validation(f)) = parse_otp_send(Some("whatsapp"), None, Some("nap")) else {
+            panic!("expected a validation error");
+        };
+        let fields: Vec<&str> = f.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["channel", "recipient", "purpose"]);
+        let ok = parse_otp_send(Some("email"), Some("Ama@Example.com"), Some("login")).expect("parse");
+        assert_eq!((ok.channel, ok.recipient.as_str(), ok.purpose), (Channel::Email, "ama@example.com", "login"));
+    }
 }

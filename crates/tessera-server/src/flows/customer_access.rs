@@ -523,3 +523,21 @@ pub async fn verify_otp(
         other => Err(AccessError::Refused(other)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resend_within_a_minute_or_a_sixth_code_in_an_hour_waits() {
+        let now = 10 * 3_600_000;
+        let recent =
+            |n, newest, oldest| RecentSends { last_hour: n, newest_in_campaign: newest, oldest_in_hour: oldest };
+        assert_eq!(send_allowed(&recent(0, None, None), now), Ok(()));
+        let t = send_allowed(&recent(1, Some(now - 20_000), Some(now - 20_000)), now).expect_err("cooldown");
+        assert_eq!(t.retry_after_secs, 40);
+        let t = send_allowed(&recent(5, Some(now - 120_000), Some(now - 3_000_000)), now).expect_err("cap");
+        assert_eq!(t.retry_after_secs, 600);
+        assert_eq!(send_allowed(&recent(4, Some(now - 120_000), Some(now - 3_000_000)), now), Ok(()));
+    }
+}
