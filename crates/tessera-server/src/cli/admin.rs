@@ -8,6 +8,7 @@ use crate::domain::accounts::{normalize_hostname, parse_slug, AccountStatus};
 use crate::domain::scopes::{KeyKind, Scopes, CAPABILITY_WITHDRAWALS};
 use crate::domain::time::rfc3339;
 use crate::domain::DomainError;
+use crate::flows::approvals::ApprovalError;
 use crate::store::accounts::Account;
 use crate::store::keys::{KeyInfo, NewKey};
 use crate::store::{Store, StoreError};
@@ -227,7 +228,7 @@ pub async fn ledger_check(store: &Store, slug: Option<&str>) -> AdminResult {
     Ok(json!({ "ok": found.is_empty(), "account": slug, "discrepancies": found }))
 }
 
-fn approval_json(r: &crate::store::withdrawals::ApprovalRequest) -> Value {
+fn approval_json(r: &crate::store::approvals::ApprovalRequest) -> Value {
     json!({
         "id": r.id,
         "account": r.account_slug,
@@ -249,26 +250,33 @@ pub async fn approval_list(store: &Store, slug: Option<&str>) -> AdminResult {
         Some(s) => Some(account(store, s).await?.id),
         None => None,
     };
-    let requests: Vec<Value> =
-        store.list_approvals(account_id.as_deref(), None).await?.iter().map(approval_json).collect();
+    let requests = crate::flows::approvals::list(store, account_id.as_deref(), None).await.map_err(approval_error)?;
+    let requests: Vec<Value> = requests.iter().map(approval_json).collect();
     Ok(json!({ "account": slug, "approvals": requests }))
 }
 
 /// `admin approval decide --id ID --status approved|rejected [--note TEXT]`: an operator decides
 /// any approval request; its effect (a withdrawal paid out or cancelled) is applied with it.
 pub async fn approval_decide(store: &Store, id: &str, status: &str, note: Option<&str>) -> AdminResult {
-    use crate::store::withdrawals::{Decider, Decision};
+    use crate::domain::portal::Decision;
     let decision = Decision::parse(status)
         .ok_or_else(|| AdminError::from(DomainError::field("status", "must be approved or rejected")))?;
     let note = note.map(str::trim).filter(|n| !n.is_empty());
     if note.is_some_and(|n| n.chars().count() > 1000) {
         return Err(DomainError::field("note", "must be at most 1000 characters").into());
     }
-    let by = Decider { decided_by: "operator", key_id: None, request_id: None };
-    match store.decide_approval(None, id, decision, note, &by, crate::domain::time::now_ms()).await {
+    let now = crate::domain::time::now_ms();
+    match crate::flows::approvals::decide_as_operator(store, id, decision, note, now).await {
         Ok(r) => Ok(approval_json(&r)),
-        Err(StoreError::NotFound(_)) => Err(not_found("approval request", id)),
-        Err(e) => Err(e.into()),
+        Err(ApprovalError::Store(StoreError::NotFound(_))) => Err(not_found("approval request", id)),
+        Err(e) => Err(approval_error(e)),
+    }
+}
+
+fn approval_error(e: ApprovalError) -> AdminError {
+    match e {
+        ApprovalError::Store(s) => s.into(),
+        other => AdminError { code: "insufficient_scope", message: other.to_string() },
     }
 }
 
@@ -283,7 +291,7 @@ fn profile_json(slug: &str, p: &crate::store::portal::Profile) -> Value {
 /// profile (draft) and its owner (user, member type owner, role admin, active).
 pub async fn reseller_create(store: &Store, slug: &str, owner_email: &str) -> AdminResult {
     let acct = account(store, slug).await?;
-    let email = crate::http::portal::auth::portal_email("owner-email", owner_email)?;
+    let email = crate::domain::portal::portal_email("owner-email", owner_email)?;
     let (profile, owner) = store.create_reseller(&acct.id, &email, crate::domain::time::now_ms()).await?;
     let mut out = profile_json(&acct.slug, &profile);
     out["owner"] = json!({"memberId": owner.id, "userId": owner.user_id, "email": owner.email, "memberType": owner.member_type, "roles": owner.roles, "status": owner.status});
@@ -294,12 +302,13 @@ pub async fn reseller_create(store: &Store, slug: &str, owner_email: &str) -> Ad
 /// operator's moves, which alone lift a suspension. Sessions read the profile on every
 /// request, so a running server sees the change at once.
 pub async fn reseller_set_status(store: &Store, slug: &str, status: &str) -> AdminResult {
-    use crate::store::portal::{Actor, ProfilePatch};
+    use crate::domain::portal::ProfileChange as ProfilePatch;
+    use crate::store::portal::Actor;
     if !["enabled", "suspended", "disabled"].contains(&status) {
         return Err(DomainError::field("status", "must be enabled, suspended or disabled").into());
     }
     let acct = account(store, slug).await?;
-    let patch = ProfilePatch { status: Some(status.to_string()), ..ProfilePatch::default() };
+    let patch = ProfilePatch { status: crate::domain::portal::ProfileStatus::parse(status), ..ProfilePatch::default() };
     let moved = store
         .update_reseller_profile(
             &acct.id,
@@ -323,14 +332,12 @@ pub async fn reseller_set_status(store: &Store, slug: &str, status: &str) -> Adm
 /// `admin session create --email E` (D15.1): a portal session for an existing user with an
 /// active member; the token is in the answer and nowhere else.
 pub async fn session_create(store: &Store, keyring: &Keyring, email: &str) -> AdminResult {
-    use crate::auth::sessions::{new_token, PORTAL_SESSION_MS};
-    let email = crate::http::portal::auth::portal_email("email", email)?;
-    let token = new_token("tps_");
-    let now = crate::domain::time::now_ms();
-    let expires_at = now + PORTAL_SESSION_MS;
-    match store.mint_portal_session(&email, &keyring.hash_secret(&token), expires_at, now).await {
-        Ok(_) => Ok(json!({"token": token, "expiresAt": rfc3339(expires_at)})),
-        Err(StoreError::NotFound(what)) => Err(not_found(what, &email)),
-        Err(e) => Err(e.into()),
+    use crate::flows::customer_access::{operator_session, AccessError};
+    let email = crate::domain::portal::portal_email("email", email)?;
+    match operator_session(store, keyring, &email, crate::domain::time::now_ms()).await {
+        Ok(s) => Ok(json!({"token": s.token, "expiresAt": rfc3339(s.expires_at)})),
+        Err(AccessError::Store(StoreError::NotFound(what))) => Err(not_found(what, &email)),
+        Err(AccessError::Store(e)) => Err(e.into()),
+        Err(e) => Err(AdminError { code: "internal", message: e.to_string() }),
     }
 }

@@ -13,8 +13,12 @@
 //!   fee rule.
 //! - [`callbacks`]: a provider's callback verified and stored, later reconciled through
 //!   [`fulfilment`] or [`payouts`].
+//! - [`approvals`]: four-eyes approval requests, their decisions and effects.
+//! - [`customer_access`]: one-time passcodes and sessions for ticket holders and portal members.
+pub mod approvals;
 pub mod callbacks;
 pub mod checkout;
+pub mod customer_access;
 pub mod fulfilment;
 pub mod payouts;
 pub mod routing;

@@ -1,17 +1,15 @@
-//! Customer access (D8): one-time passcode challenges and customer sessions. Codes and tokens
-//! are stored as keyed hashes only (the caller hashes them with the keyring). A challenge is
-//! written whether or not the recipient holds tickets, in the same transaction as the passcode
-//! mail's notification when there is one, so neither the answer nor the work reveals which.
-//! The same challenges serve the reseller portal's sign-in and `otp/send` (D15.4, D16.16): the
-//! purpose says what a challenge opens, and [`try_code`] settles a try inside the transaction
-//! that writes what it opens.
+//! Customer access's persistence (D8): one-time passcode challenges and customer sessions.
+//! Codes and tokens are stored as keyed hashes only (the caller hashes them with the keyring).
+//! A challenge is written in the same transaction as the passcode's notification when there is
+//! one. The same challenges serve the reseller portal's sign-in and `otp/send` (D15.4, D16.16).
+//! The rules (who gets a code, the limits, what a try opens) are `flows::customer_access`'s; a
+//! try runs [`count_wrong_try`] or [`consume_challenge`] inside the transaction that writes what
+//! it opens. Both are conditional updates, so a challenge is exchanged once and never tried
+//! more than the allowed number of times, whatever the concurrency.
 use sqlx::Row;
 
 use super::notifications::{queue_notification, NewNotification};
 use super::{Store, StoreError, StoreResult};
-
-/// 5 wrong codes lock a challenge (D8.2).
-pub const MAX_ATTEMPTS: i64 = 5;
 
 /// A challenge to write.
 pub struct NewChallenge<'a> {
@@ -55,22 +53,6 @@ pub struct CustomerSession {
     pub campaign_id: String,
     pub email: String,
     pub expires_at: i64,
-}
-
-/// What checking a code found.
-#[derive(Debug, Clone)]
-pub enum Verified {
-    /// Right code: the challenge is consumed (what it opens is written in the same transaction).
-    Accepted,
-    /// Wrong code; tries left.
-    Wrong {
-        remaining: i64,
-    },
-    /// Five wrong tries before: no code is accepted any more.
-    Locked,
-    Expired,
-    /// Already exchanged for a session.
-    Used,
 }
 
 impl Store {
@@ -162,48 +144,6 @@ impl Store {
         })
     }
 
-    /// Settles one try at a my-tickets challenge whose code the caller has compared
-    /// (`matches`): a right code consumes it and creates the customer session (token stored
-    /// hashed) in the same transaction; a wrong one counts.
-    pub async fn settle_challenge(
-        &self,
-        c: &Challenge,
-        matches: bool,
-        session: (&str, i64),
-        now: i64,
-    ) -> StoreResult<Verified> {
-        let mut tx = self.writer().begin().await?;
-        let verdict = try_code(&mut tx, c, matches, now).await?;
-        if let Verified::Accepted = verdict {
-            let (Some(account), Some(campaign)) = (c.account_id.as_deref(), c.campaign_id.as_deref()) else {
-                return Err(StoreError::Corrupt("a my-tickets challenge without account or campaign".into()));
-            };
-            sqlx::query(
-                "INSERT INTO customer_sessions (token_hash, account_id, campaign_id, email, challenge_id, expires_at, \
-                 created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .bind(session.0)
-            .bind(account)
-            .bind(campaign)
-            .bind(&c.recipient)
-            .bind(&c.id)
-            .bind(session.1)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(verdict)
-    }
-
-    /// One try at a challenge that opens nothing but itself (the portal's `otp/verify`).
-    pub async fn check_challenge(&self, c: &Challenge, matches: bool, now: i64) -> StoreResult<Verified> {
-        let mut tx = self.writer().begin().await?;
-        let verdict = try_code(&mut tx, c, matches, now).await?;
-        tx.commit().await?;
-        Ok(verdict)
-    }
-
     /// A live session by its token's hash (`None`: unknown or expired, 401).
     pub async fn customer_session(&self, token_hash: &str, now: i64) -> StoreResult<Option<(String, CustomerSession)>> {
         let row = sqlx::query(
@@ -227,48 +167,60 @@ impl Store {
     }
 }
 
-/// One try at a challenge, in the caller's transaction (which also writes what a right code
-/// opens: a customer session, a portal session, nothing). A right code consumes the challenge;
-/// a wrong one counts. Both are conditional updates, so a challenge is exchanged once and never
-/// tried more than five times, whatever the concurrency. Only `Accepted` and `Wrong` wrote.
-pub(crate) async fn try_code(
+/// Counts a wrong code, unless the challenge is used up or has `max_attempts` tries already.
+/// Returns whether it counted.
+pub(crate) async fn count_wrong_try(conn: &mut sqlx::AnyConnection, id: &str, max_attempts: i64) -> StoreResult<bool> {
+    let n = sqlx::query(
+        "UPDATE otp_challenges SET attempts = attempts + 1 WHERE id = $1 AND attempts < $2 AND consumed_at IS NULL",
+    )
+    .bind(id)
+    .bind(max_attempts)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    Ok(n == 1)
+}
+
+/// Consumes a challenge for a right code, unless it is used up or locked. Returns whether it
+/// was consumed (by this call).
+pub(crate) async fn consume_challenge(
     conn: &mut sqlx::AnyConnection,
-    c: &Challenge,
-    matches: bool,
+    id: &str,
+    max_attempts: i64,
     now: i64,
-) -> StoreResult<Verified> {
-    if c.consumed_at.is_some() {
-        return Ok(Verified::Used);
-    }
-    if c.attempts >= MAX_ATTEMPTS {
-        return Ok(Verified::Locked);
-    }
-    if now >= c.expires_at {
-        return Ok(Verified::Expired);
-    }
-    if !matches {
-        let n = sqlx::query(
-            "UPDATE otp_challenges SET attempts = attempts + 1 WHERE id = $1 AND attempts < $2 AND consumed_at IS NULL",
-        )
-        .bind(&c.id)
-        .bind(MAX_ATTEMPTS)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        return Ok(if n == 1 {
-            Verified::Wrong { remaining: MAX_ATTEMPTS - c.attempts - 1 }
-        } else {
-            Verified::Locked
-        });
-    }
+) -> StoreResult<bool> {
     let n = sqlx::query(
         "UPDATE otp_challenges SET consumed_at = $1 WHERE id = $2 AND attempts < $3 AND consumed_at IS NULL",
     )
     .bind(now)
-    .bind(&c.id)
-    .bind(MAX_ATTEMPTS)
+    .bind(id)
+    .bind(max_attempts)
     .execute(&mut *conn)
     .await?
     .rows_affected();
-    Ok(if n == 1 { Verified::Accepted } else { Verified::Used })
+    Ok(n == 1)
+}
+
+/// Opens a customer session (token stored hashed) for a consumed my-tickets challenge.
+pub(crate) async fn insert_customer_session(
+    conn: &mut sqlx::AnyConnection,
+    token_hash: &str,
+    s: &CustomerSession,
+    challenge_id: &str,
+    now: i64,
+) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO customer_sessions (token_hash, account_id, campaign_id, email, challenge_id, expires_at, \
+         created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(token_hash)
+    .bind(&s.account_id)
+    .bind(&s.campaign_id)
+    .bind(&s.email)
+    .bind(challenge_id)
+    .bind(s.expires_at)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }

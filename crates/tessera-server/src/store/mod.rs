@@ -6,6 +6,7 @@
 //! every connection, all writes through one writer connection and reads through a read-only
 //! pool. On PostgreSQL both handles are the same pool.
 pub mod accounts;
+pub mod approvals;
 pub mod audit;
 pub mod campaigns;
 pub mod customers;
@@ -45,6 +46,12 @@ pub struct StoreTx(sqlx::Transaction<'static, sqlx::Any>);
 impl StoreTx {
     pub async fn commit(self) -> StoreResult<()> {
         self.0.commit().await?;
+        Ok(())
+    }
+
+    /// Undoes everything now (dropping it does the same, later).
+    pub async fn rollback(self) -> StoreResult<()> {
+        self.0.rollback().await?;
         Ok(())
     }
 }

@@ -1,19 +1,19 @@
-//! The reseller portal's persistence (D10, D15, D16.14–19): users, reseller profiles, members
-//! and invitations, portal sessions, and the portal's side of approval requests. Every method
-//! on reseller data takes the account id first; every change is one transaction with its audit
-//! entry (actor: the user and member, or the operator; never a token or passcode). State moves
-//! are conditional updates, so two concurrent moves of one row cannot both pass.
+//! The reseller portal's persistence (D10, D15, D16.14–18): users, reseller profiles, members
+//! and invitations, portal sessions (their rules are `flows::customer_access`'s; approval
+//! requests are `store::approvals`). Every method on reseller data takes the account id first;
+//! every change is one transaction with its audit entry (actor: the user and member, or the
+//! operator; never a token or passcode). State moves are conditional updates, so two concurrent
+//! moves of one row cannot both pass.
 use serde_json::{json, Value};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::audit::{record, Audit};
-use super::customers::{try_code, Challenge, Verified};
-use super::withdrawals::{ApprovalRequest, Decision};
 use super::{unique_to_conflict, Store, StoreError, StoreResult};
-use crate::domain::campaigns::CampaignStatus;
 use crate::domain::new_id;
-use crate::domain::portal::ADMIN;
+use crate::domain::portal::{
+    MemberChange, MemberRequest, MemberStatus, MemberType, ProfileChange, ProfileStatus, ADMIN,
+};
 
 /// Who made a change, for the audit entry.
 #[derive(Debug, Clone, Default)]
@@ -37,7 +37,7 @@ impl Actor {
     }
 }
 
-async fn audit(
+pub(crate) async fn audit(
     conn: &mut sqlx::AnyConnection,
     account_id: &str,
     actor: &Actor,
@@ -57,7 +57,7 @@ async fn audit(
 pub struct Profile {
     pub id: String,
     pub account_id: String,
-    pub status: String,
+    pub status: ProfileStatus,
     pub require_sub_creator_approval: bool,
     pub allow_public_signup: bool,
     pub risk_level: String,
@@ -69,12 +69,17 @@ pub struct Profile {
 const PROFILE_COLUMNS: &str = "id, account_id, status, require_sub_creator_approval, allow_public_signup, risk_level, \
     settings, created_at, updated_at";
 
+fn profile_status(r: &AnyRow, col: &str) -> StoreResult<ProfileStatus> {
+    let s: String = r.try_get(col)?;
+    ProfileStatus::parse(&s).ok_or_else(|| StoreError::Corrupt(format!("reseller profile status {s:?}")))
+}
+
 fn profile_from_row(r: &AnyRow) -> StoreResult<Profile> {
     let settings: String = r.try_get("settings")?;
     Ok(Profile {
         id: r.try_get("id")?,
         account_id: r.try_get("account_id")?,
-        status: r.try_get("status")?,
+        status: profile_status(r, "status")?,
         require_sub_creator_approval: r.try_get::<i64, _>("require_sub_creator_approval")? != 0,
         allow_public_signup: r.try_get::<i64, _>("allow_public_signup")? != 0,
         risk_level: r.try_get("risk_level")?,
@@ -84,16 +89,6 @@ fn profile_from_row(r: &AnyRow) -> StoreResult<Profile> {
     })
 }
 
-/// A change to a profile; `None` leaves a field as it is.
-#[derive(Debug, Clone, Default)]
-pub struct ProfilePatch {
-    pub status: Option<String>,
-    pub require_sub_creator_approval: Option<bool>,
-    pub allow_public_signup: Option<bool>,
-    pub risk_level: Option<String>,
-    pub settings: Option<Value>,
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct Member {
     pub id: String,
@@ -101,11 +96,11 @@ pub struct Member {
     pub user_id: Option<String>,
     pub email: Option<String>,
     pub creator_id: Option<String>,
-    pub member_type: String,
+    pub member_type: MemberType,
     pub display_name: Option<String>,
     pub roles: Vec<String>,
     pub permissions: Vec<String>,
-    pub status: String,
+    pub status: MemberStatus,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -113,7 +108,7 @@ pub struct Member {
 impl Member {
     /// An invitation: no user yet, waiting for a sign-in with its e-mail (D15.2).
     pub fn is_invitation(&self) -> bool {
-        self.user_id.is_none() && self.status == "pending"
+        self.user_id.is_none() && self.status == MemberStatus::Pending
     }
     pub fn is_admin(&self) -> bool {
         self.roles.iter().any(|r| r == ADMIN)
@@ -135,11 +130,17 @@ fn member_from_row(r: &AnyRow) -> StoreResult<Member> {
         user_id: r.try_get("user_id")?,
         email: r.try_get("email")?,
         creator_id: r.try_get("creator_id")?,
-        member_type: r.try_get("member_type")?,
+        member_type: {
+            let t: String = r.try_get("member_type")?;
+            MemberType::parse(&t).ok_or_else(|| StoreError::Corrupt(format!("member type {t:?}")))?
+        },
         display_name: r.try_get("display_name")?,
         roles: names(r, "roles")?,
         permissions: names(r, "permissions")?,
-        status: r.try_get("status")?,
+        status: {
+            let s: String = r.try_get("status")?;
+            MemberStatus::parse(&s).ok_or_else(|| StoreError::Corrupt(format!("member status {s:?}")))?
+        },
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -152,29 +153,6 @@ fn member_summary(m: &Member) -> Value {
     })
 }
 
-/// A member to create (already validated).
-#[derive(Debug, Clone)]
-pub struct NewMember {
-    pub user_id: Option<String>,
-    /// Lower-cased; the invitation's address, or the linked user's.
-    pub email: Option<String>,
-    pub creator_id: Option<String>,
-    pub member_type: String,
-    pub display_name: Option<String>,
-    pub roles: Vec<String>,
-    pub permissions: Vec<String>,
-}
-
-/// A change to a member; `None` leaves a field as it is.
-#[derive(Debug, Clone, Default)]
-pub struct MemberPatch {
-    pub member_type: Option<String>,
-    pub display_name: Option<String>,
-    pub roles: Option<Vec<String>>,
-    pub permissions: Option<Vec<String>>,
-    pub status: Option<String>,
-}
-
 /// A live portal session with who holds it.
 #[derive(Debug, Clone)]
 pub struct PortalSession {
@@ -182,20 +160,8 @@ pub struct PortalSession {
     pub user_id: String,
     pub email: String,
     pub member: Member,
-    pub profile_status: String,
+    pub profile_status: ProfileStatus,
     pub expires_at: i64,
-}
-
-/// What a sign-in try did.
-#[derive(Debug, Clone)]
-pub enum SignIn {
-    /// Right code: the session was created for this member.
-    Session(Box<Member>),
-    /// The code was right but the e-mail has no active or invited member any more (nothing
-    /// written).
-    NoMember,
-    /// Any other verdict of the code (wrong, locked, expired, used).
-    Refused(Verified),
 }
 
 /// Accounts where a user or e-mail is a live (not revoked) member or invitation.
@@ -235,7 +201,7 @@ async fn ensure_unaffiliated(
 }
 
 /// The user with this (lower-cased) e-mail, created when missing. Returns its id.
-async fn user_for_email(conn: &mut sqlx::AnyConnection, email: &str, now: i64) -> StoreResult<String> {
+pub(crate) async fn user_for_email(conn: &mut sqlx::AnyConnection, email: &str, now: i64) -> StoreResult<String> {
     sqlx::query("INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3) ON CONFLICT (email) DO NOTHING")
         .bind(new_id())
         .bind(email)
@@ -246,7 +212,8 @@ async fn user_for_email(conn: &mut sqlx::AnyConnection, email: &str, now: i64) -
     Ok(row.try_get("id")?)
 }
 
-async fn insert_session(
+/// Opens a portal session (token stored hashed) for a member of a user.
+pub(crate) async fn insert_session(
     conn: &mut sqlx::AnyConnection,
     token_hash: &str,
     user_id: &str,
@@ -282,7 +249,7 @@ async fn member_in(conn: &mut sqlx::AnyConnection, account_id: &str, id: &str) -
 
 /// The member a user signs in as: an active member of the user, else an invitation of the
 /// e-mail. Suspended and revoked members do not sign in.
-async fn sign_in_member(
+pub(crate) async fn sign_in_member(
     conn: &mut sqlx::AnyConnection,
     user_id: Option<&str>,
     email: &str,
@@ -329,11 +296,11 @@ impl Store {
             user_id: Some(user_id),
             email: Some(owner_email.to_string()),
             creator_id: None,
-            member_type: "owner".into(),
+            member_type: MemberType::Owner,
             display_name: None,
             roles: vec![ADMIN.into()],
             permissions: Vec::new(),
-            status: "active".into(),
+            status: MemberStatus::Active,
             created_at: now,
             updated_at: now,
         };
@@ -378,8 +345,8 @@ impl Store {
     pub async fn update_reseller_profile(
         &self,
         account_id: &str,
-        patch: &ProfilePatch,
-        check_move: fn(&str, &str) -> Result<(), crate::domain::DomainError>,
+        patch: &ProfileChange,
+        check_move: fn(ProfileStatus, ProfileStatus) -> Result<(), crate::domain::DomainError>,
         actor: &Actor,
         now: i64,
     ) -> Result<Profile, super::UpdateError> {
@@ -392,9 +359,9 @@ impl Store {
             .ok_or(StoreError::NotFound("reseller profile"))?;
         let before = profile_from_row(&row)?;
         let mut after = before.clone();
-        if let Some(s) = &patch.status {
-            check_move(&before.status, s)?;
-            after.status = s.clone();
+        if let Some(s) = patch.status {
+            check_move(before.status, s)?;
+            after.status = s;
         }
         if let Some(v) = patch.require_sub_creator_approval {
             after.require_sub_creator_approval = v;
@@ -413,7 +380,7 @@ impl Store {
             "UPDATE reseller_profiles SET status = $1, require_sub_creator_approval = $2, allow_public_signup = $3, \
              risk_level = $4, settings = $5, updated_at = $6 WHERE account_id = $7 AND updated_at = $8",
         )
-        .bind(&after.status)
+        .bind(after.status.as_str())
         .bind(i64::from(after.require_sub_creator_approval))
         .bind(i64::from(after.allow_public_signup))
         .bind(&after.risk_level)
@@ -467,7 +434,7 @@ impl Store {
     pub async fn create_reseller_member(
         &self,
         account_id: &str,
-        m: &NewMember,
+        m: &MemberRequest,
         actor: &Actor,
         now: i64,
     ) -> StoreResult<Member> {
@@ -492,11 +459,11 @@ impl Store {
             user_id: m.user_id.clone(),
             email,
             creator_id: m.creator_id.clone(),
-            member_type: m.member_type.clone(),
+            member_type: m.member_type,
             display_name: m.display_name.clone(),
             roles: m.roles.clone(),
             permissions: m.permissions.clone(),
-            status: "pending".into(),
+            status: MemberStatus::Pending,
             created_at: now,
             updated_at: now,
         };
@@ -523,7 +490,7 @@ impl Store {
         &self,
         account_id: &str,
         id: &str,
-        patch: &MemberPatch,
+        patch: &MemberChange,
         judge: impl Fn(&Member, &Member) -> Result<(), crate::domain::DomainError>,
         actor: &Actor,
         now: i64,
@@ -531,8 +498,8 @@ impl Store {
         let mut tx = self.writer().begin().await.map_err(StoreError::from)?;
         let before = member_in(&mut tx, account_id, id).await?;
         let mut after = before.clone();
-        if let Some(v) = &patch.member_type {
-            after.member_type = v.clone();
+        if let Some(v) = patch.member_type {
+            after.member_type = v;
         }
         if let Some(v) = &patch.display_name {
             after.display_name = Some(v.clone());
@@ -543,8 +510,8 @@ impl Store {
         if let Some(v) = &patch.permissions {
             after.permissions = v.clone();
         }
-        if let Some(v) = &patch.status {
-            after.status = v.clone();
+        if let Some(v) = patch.status {
+            after.status = v;
         }
         judge(&before, &after)?;
         after.updated_at = now.max(before.updated_at + 1);
@@ -552,11 +519,11 @@ impl Store {
             "UPDATE reseller_members SET member_type = $1, display_name = $2, roles = $3, permissions = $4, status = $5, \
              updated_at = $6 WHERE account_id = $7 AND id = $8 AND updated_at = $9",
         )
-        .bind(&after.member_type)
+        .bind(after.member_type.as_str())
         .bind(after.display_name.as_deref())
         .bind(json!(after.roles).to_string())
         .bind(json!(after.permissions).to_string())
-        .bind(&after.status)
+        .bind(after.status.as_str())
         .bind(after.updated_at)
         .bind(account_id)
         .bind(id)
@@ -568,7 +535,7 @@ impl Store {
         if n != 1 {
             return Err(StoreError::Conflict("the member changed while this update ran; retry".into()).into());
         }
-        if before.status == "active" && after.status != "active" {
+        if before.status == MemberStatus::Active && after.status != MemberStatus::Active {
             revoke_member_sessions(&mut tx, id, now).await?;
         }
         let action = if before.status != after.status { "member.status_changed" } else { "member.updated" };
@@ -599,113 +566,6 @@ impl Store {
         Ok(sign_in_member(&mut conn, user.as_deref(), email).await?.map(|m| m.account_id))
     }
 
-    /// One try at a sign-in challenge: a right code consumes it and, in the same transaction,
-    /// finds or creates the user, activates an invitation of the e-mail (linking the user), and
-    /// opens the session (token stored hashed), audited.
-    pub async fn portal_sign_in(
-        &self,
-        c: &Challenge,
-        matches: bool,
-        token_hash: &str,
-        expires_at: i64,
-        request_id: Option<String>,
-        now: i64,
-    ) -> StoreResult<SignIn> {
-        let mut tx = self.writer().begin().await?;
-        let verdict = try_code(&mut tx, c, matches, now).await?;
-        if !matches!(verdict, Verified::Accepted) {
-            tx.commit().await?;
-            return Ok(SignIn::Refused(verdict));
-        }
-        let email = c.recipient.as_str();
-        let user_id = user_for_email(&mut tx, email, now).await?;
-        let Some(mut member) = sign_in_member(&mut tx, Some(&user_id), email).await? else {
-            tx.rollback().await?;
-            return Ok(SignIn::NoMember);
-        };
-        let actor = Actor { user_id: Some(user_id.clone()), member_id: Some(member.id.clone()), request_id };
-        if member.user_id.is_none() {
-            let n = sqlx::query(
-                "UPDATE reseller_members SET user_id = $1, status = 'active', updated_at = $2 \
-                 WHERE id = $3 AND user_id IS NULL AND status = 'pending'",
-            )
-            .bind(&user_id)
-            .bind(now)
-            .bind(&member.id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if n != 1 {
-                tx.rollback().await?;
-                return Ok(SignIn::NoMember);
-            }
-            member.user_id = Some(user_id.clone());
-            member.status = "active".into();
-            audit(
-                &mut tx,
-                &member.account_id,
-                &actor,
-                "member.joined",
-                "reseller_member",
-                &member.id,
-                json!({"after": {"status": "active"}}),
-            )
-            .await?;
-        }
-        insert_session(&mut tx, token_hash, &user_id, &member, expires_at, now).await?;
-        audit(
-            &mut tx,
-            &member.account_id,
-            &actor,
-            "session.created",
-            "portal_session",
-            &member.id,
-            json!({"expiresAt": expires_at}),
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(SignIn::Session(Box::new(member)))
-    }
-
-    /// `admin session create`: a session for an existing user with an active member.
-    pub async fn mint_portal_session(
-        &self,
-        email: &str,
-        token_hash: &str,
-        expires_at: i64,
-        now: i64,
-    ) -> StoreResult<Member> {
-        let mut tx = self.writer().begin().await?;
-        let user_id: String = sqlx::query("SELECT id FROM users WHERE email = $1")
-            .bind(email)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or(StoreError::NotFound("user"))?
-            .try_get("id")?;
-        let member = sqlx::query(&format!(
-            "SELECT {MEMBER_COLUMNS} FROM reseller_members m WHERE m.user_id = $1 AND m.status = 'active' LIMIT 1"
-        ))
-        .bind(&user_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(StoreError::NotFound("active member of this user"))?;
-        let member = member_from_row(&member)?;
-        insert_session(&mut tx, token_hash, &user_id, &member, expires_at, now).await?;
-        let actor = Actor::operator();
-        audit(
-            &mut tx,
-            &member.account_id,
-            &actor,
-            "session.created",
-            "portal_session",
-            &member.id,
-            json!({"expiresAt": expires_at, "userId": user_id}),
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(member)
-    }
-
     /// The live session of a token hash: not revoked, not expired, its member active. `None`
     /// otherwise (401). The caller compares the hash again in constant time.
     pub async fn portal_session(&self, token_hash: &str, now: i64) -> StoreResult<Option<PortalSession>> {
@@ -726,7 +586,7 @@ impl Store {
             user_id: r.try_get("uid")?,
             email: r.try_get("uemail")?,
             member: member_from_row(&r)?,
-            profile_status: r.try_get("profile_status")?,
+            profile_status: profile_status(&r, "profile_status")?,
             expires_at: r.try_get("expires_at")?,
         }))
     }
@@ -755,193 +615,6 @@ impl Store {
         tx.commit().await?;
         Ok(())
     }
-
-    /// Files an approval request (pending) for a member.
-    pub async fn file_approval(
-        &self,
-        account_id: &str,
-        entity_type: &str,
-        reason: Option<&str>,
-        payload: &Value,
-        actor: &Actor,
-        now: i64,
-    ) -> StoreResult<ApprovalRequest> {
-        let id = new_id();
-        let mut tx = self.writer().begin().await?;
-        sqlx::query(
-            "INSERT INTO approval_requests (id, account_id, entity_type, status, reason, request_payload, requested_by, \
-             created_at) VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7)",
-        )
-        .bind(&id)
-        .bind(account_id)
-        .bind(entity_type)
-        .bind(reason)
-        .bind(payload.to_string())
-        .bind(actor.member_id.as_deref())
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        audit(
-            &mut tx,
-            account_id,
-            actor,
-            "approval.create",
-            "approval_request",
-            &id,
-            json!({"after": {"status": "pending", "entityType": entity_type, "reason": reason, "requestPayload": payload}}),
-        )
-        .await?;
-        tx.commit().await?;
-        self.approval(Some(account_id), &id).await
-    }
-
-    /// The requester withdraws a pending request (`cancelled`).
-    pub async fn cancel_approval(
-        &self,
-        account_id: &str,
-        id: &str,
-        note: Option<&str>,
-        actor: &Actor,
-        now: i64,
-    ) -> StoreResult<ApprovalRequest> {
-        let mut tx = self.writer().begin().await?;
-        let n = sqlx::query(
-            "UPDATE approval_requests SET status = 'cancelled', decided_by = $1, note = $2, decided_at = $3 \
-             WHERE id = $4 AND account_id = $5 AND status = 'pending' AND requested_by = $6",
-        )
-        .bind(actor.member_id.as_deref())
-        .bind(note)
-        .bind(now)
-        .bind(id)
-        .bind(account_id)
-        .bind(actor.member_id.as_deref())
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if n != 1 {
-            tx.rollback().await?;
-            let current = self.approval(Some(account_id), id).await?;
-            return Err(StoreError::Conflict(format!("the approval request is already {}", current.status)));
-        }
-        audit(
-            &mut tx,
-            account_id,
-            actor,
-            "approval.cancel",
-            "approval_request",
-            id,
-            json!({"before": {"status": "pending"}, "after": {"status": "cancelled"}}),
-        )
-        .await?;
-        tx.commit().await?;
-        self.approval(Some(account_id), id).await
-    }
-
-    /// Decides a pending request filed through the portal and applies its effect in the same
-    /// transaction (D15.3, D16.19): a member request activates `requestPayload.memberId`, a
-    /// campaign request moves `requestPayload.campaignId` to approved. An effect that cannot
-    /// apply → `Conflict`, and the request stays pending. (Requests Tessera filed for a
-    /// withdrawal go through [`Store::decide_approval`].)
-    pub async fn decide_portal_approval(
-        &self,
-        account_id: &str,
-        request: &ApprovalRequest,
-        decision: Decision,
-        note: Option<&str>,
-        actor: &Actor,
-        now: i64,
-    ) -> StoreResult<ApprovalRequest> {
-        let mut tx = self.writer().begin().await?;
-        let moved = sqlx::query(
-            "UPDATE approval_requests SET status = $1, decided_by = $2, note = $3, decided_at = $4 \
-             WHERE id = $5 AND account_id = $6 AND status = 'pending'",
-        )
-        .bind(decision.as_str())
-        .bind(actor.member_id.as_deref())
-        .bind(note)
-        .bind(now)
-        .bind(&request.id)
-        .bind(account_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if moved != 1 {
-            tx.rollback().await?;
-            let current = self.approval(Some(account_id), &request.id).await?;
-            return Err(StoreError::Conflict(format!("the approval request is already {}", current.status)));
-        }
-        if decision == Decision::Approved {
-            let target = |key: &str| request.request_payload.get(key).and_then(Value::as_str).map(str::to_string);
-            let applied = match request.entity_type.as_str() {
-                "member" => match target("memberId") {
-                    Some(m) => activate_member(&mut tx, account_id, &m, actor, now).await?,
-                    None => Some("requestPayload.memberId names no member".to_string()),
-                },
-                "campaign" => match target("campaignId") {
-                    Some(c) => self.approve_campaign(&mut tx, account_id, &c, actor, now).await?,
-                    None => Some("requestPayload.campaignId names no campaign".to_string()),
-                },
-                _ => None,
-            };
-            if let Some(why) = applied {
-                tx.rollback().await?;
-                return Err(StoreError::Conflict(why));
-            }
-        }
-        let action = if decision == Decision::Approved { "approval.approve" } else { "approval.reject" };
-        audit(
-            &mut tx,
-            account_id,
-            actor,
-            action,
-            "approval_request",
-            &request.id,
-            json!({"before": {"status": "pending"}, "after": {"status": decision.as_str(), "note": note},
-                   "requestPayload": request.request_payload}),
-        )
-        .await?;
-        tx.commit().await?;
-        self.approval(Some(account_id), &request.id).await
-    }
-
-    /// The campaign effect: pending_approval → approved (D3.1), with the campaign's own audit
-    /// entry and status notification. `Some(reason)` when it cannot apply.
-    async fn approve_campaign(
-        &self,
-        conn: &mut sqlx::AnyConnection,
-        account_id: &str,
-        id: &str,
-        actor: &Actor,
-        now: i64,
-    ) -> StoreResult<Option<String>> {
-        let before = match self.campaign(account_id, id).await {
-            Ok(c) => c,
-            Err(StoreError::NotFound(_)) => return Ok(Some(format!("campaign {id} not found"))),
-            Err(e) => return Err(e),
-        };
-        if !before.status.can_move_to(CampaignStatus::Approved) || before.status == CampaignStatus::Approved {
-            return Ok(Some(format!("campaign {id} is {}, not pending_approval", before.status.as_str())));
-        }
-        let updated_at = now.max(before.updated_at + 1);
-        let n = sqlx::query(
-            "UPDATE campaigns SET status = 'approved', updated_at = $1 WHERE account_id = $2 AND id = $3 AND status = $4",
-        )
-        .bind(updated_at)
-        .bind(account_id)
-        .bind(id)
-        .bind(before.status.as_str())
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        if n != 1 {
-            return Ok(Some(format!("campaign {id} changed while this decision ran")));
-        }
-        let after = super::campaigns::Campaign { status: CampaignStatus::Approved, updated_at, ..before.clone() };
-        let summary = json!({"before": super::campaigns::summary(&before), "after": super::campaigns::summary(&after)});
-        audit(conn, account_id, actor, "campaign.status_changed", "campaign", id, summary).await?;
-        super::campaigns::queue_status_notification(conn, account_id, &before, &after).await?;
-        Ok(None)
-    }
 }
 
 async fn insert_member(conn: &mut sqlx::AnyConnection, m: &Member) -> StoreResult<()> {
@@ -954,11 +627,11 @@ async fn insert_member(conn: &mut sqlx::AnyConnection, m: &Member) -> StoreResul
     .bind(m.user_id.as_deref())
     .bind(m.email.as_deref())
     .bind(m.creator_id.as_deref())
-    .bind(&m.member_type)
+    .bind(m.member_type.as_str())
     .bind(m.display_name.as_deref())
     .bind(json!(m.roles).to_string())
     .bind(json!(m.permissions).to_string())
-    .bind(&m.status)
+    .bind(m.status.as_str())
     .bind(m.created_at)
     .bind(m.updated_at)
     .execute(conn)
@@ -976,35 +649,45 @@ async fn revoke_member_sessions(conn: &mut sqlx::AnyConnection, member_id: &str,
     Ok(())
 }
 
-/// The member effect: pending → active. `Some(reason)` when it cannot apply.
-async fn activate_member(
+/// An invitation becomes the user's active member when its e-mail signs in (D15.2). Returns
+/// whether it moved (it may have been revoked or taken meanwhile).
+pub(crate) async fn join_invitation(
     conn: &mut sqlx::AnyConnection,
-    account_id: &str,
-    id: &str,
-    actor: &Actor,
+    member_id: &str,
+    user_id: &str,
     now: i64,
-) -> StoreResult<Option<String>> {
+) -> StoreResult<bool> {
     let n = sqlx::query(
-        "UPDATE reseller_members SET status = 'active', updated_at = $1 WHERE account_id = $2 AND id = $3 AND status = 'pending'",
+        "UPDATE reseller_members SET user_id = $1, status = 'active', updated_at = $2 \
+         WHERE id = $3 AND user_id IS NULL AND status = 'pending'",
     )
+    .bind(user_id)
     .bind(now)
-    .bind(account_id)
-    .bind(id)
+    .bind(member_id)
     .execute(&mut *conn)
     .await?
     .rows_affected();
-    if n != 1 {
-        return Ok(Some(format!("member {id} is not a pending member of this reseller")));
-    }
-    audit(
-        conn,
-        account_id,
-        actor,
-        "member.status_changed",
-        "reseller_member",
-        id,
-        json!({"before": {"status": "pending"}, "after": {"status": "active"}}),
-    )
-    .await?;
-    Ok(None)
+    Ok(n == 1)
+}
+
+/// The user of an e-mail and their active member (`admin session create`): `NotFound("user")`
+/// or `NotFound("active member of this user")` otherwise.
+pub(crate) async fn active_member_of_email(
+    conn: &mut sqlx::AnyConnection,
+    email: &str,
+) -> StoreResult<(String, Member)> {
+    let user_id: String = sqlx::query("SELECT id FROM users WHERE email = $1")
+        .bind(email)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or(StoreError::NotFound("user"))?
+        .try_get("id")?;
+    let member = sqlx::query(&format!(
+        "SELECT {MEMBER_COLUMNS} FROM reseller_members m WHERE m.user_id = $1 AND m.status = 'active' LIMIT 1"
+    ))
+    .bind(&user_id)
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(StoreError::NotFound("active member of this user"))?;
+    Ok((user_id, member_from_row(&member)?))
 }

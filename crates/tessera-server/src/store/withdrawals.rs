@@ -1,6 +1,6 @@
-//! Withdrawals, their idempotency keys and approval requests (D9.1, D14, D16.2, D16.12–13,
-//! D16.19). Every move is one transaction guarded in SQL, so it happens once under any
-//! concurrency or crash:
+//! Withdrawals and their idempotency keys (D9.1, D14, D16.2, D16.12–13); a withdrawal's
+//! approval request lives in `store::approvals`, its decision's effect here. Every move is one
+//! transaction guarded in SQL, so it happens once under any concurrency or crash:
 //! - creation claims the idempotency key (`INSERT … ON CONFLICT DO NOTHING`), checks the
 //!   available balance, and writes the withdrawal, its `withdrawal_hold` entry, its payout job
 //!   (or its approval request) and the answer to replay, all in one transaction. On PostgreSQL
@@ -109,78 +109,6 @@ pub enum Created {
     Created,
     /// A concurrent request with the key won; this is how the key stands now.
     Key(KeyState),
-}
-
-/// An approval request (D16.19).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApprovalRequest {
-    pub id: String,
-    pub account_id: String,
-    pub account_slug: String,
-    pub entity_type: String,
-    pub status: String,
-    pub reason: Option<String>,
-    pub request_payload: Value,
-    pub requested_by: Option<String>,
-    pub decided_by: Option<String>,
-    pub note: Option<String>,
-    pub created_at: i64,
-    pub decided_at: Option<i64>,
-}
-
-const APPROVAL_COLUMNS: &str = "r.id, r.account_id, a.slug AS account_slug, r.entity_type, r.status, r.reason, \
-    r.request_payload, r.requested_by, r.decided_by, r.note, r.created_at, r.decided_at";
-
-fn approval_from_row(r: &AnyRow) -> StoreResult<ApprovalRequest> {
-    let payload: String = r.try_get("request_payload")?;
-    Ok(ApprovalRequest {
-        id: r.try_get("id")?,
-        account_id: r.try_get("account_id")?,
-        account_slug: r.try_get("account_slug")?,
-        entity_type: r.try_get("entity_type")?,
-        status: r.try_get("status")?,
-        reason: r.try_get("reason")?,
-        request_payload: serde_json::from_str(&payload)
-            .map_err(|_| StoreError::Corrupt("approval request payload".into()))?,
-        requested_by: r.try_get("requested_by")?,
-        decided_by: r.try_get("decided_by")?,
-        note: r.try_get("note")?,
-        created_at: r.try_get("created_at")?,
-        decided_at: r.try_get("decided_at")?,
-    })
-}
-
-/// A decision on an approval request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    Approved,
-    Rejected,
-}
-
-impl Decision {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Approved => "approved",
-            Decision::Rejected => "rejected",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Decision> {
-        match s {
-            "approved" => Some(Decision::Approved),
-            "rejected" => Some(Decision::Rejected),
-            _ => None,
-        }
-    }
-}
-
-/// Who decides, for the record.
-#[derive(Debug, Clone)]
-pub struct Decider<'a> {
-    /// `decided_by`: a member id, or `operator` for the CLI.
-    pub decided_by: &'a str,
-    pub key_id: Option<&'a str>,
-    pub request_id: Option<String>,
 }
 
 async fn key_state(
@@ -495,129 +423,35 @@ impl Store {
         .await?;
         Ok(())
     }
+}
 
-    /// Approval requests, oldest first: of one account or all, optionally of one status.
-    pub async fn list_approvals(
-        &self,
-        account_id: Option<&str>,
-        status: Option<&str>,
-    ) -> StoreResult<Vec<ApprovalRequest>> {
-        let mut f = Filter::new();
-        if let Some(a) = account_id {
-            f.and("r.account_id = ?", Arg::Text(a.into()));
-        }
-        if let Some(s) = status {
-            f.and("r.status = ?", Arg::Text(s.into()));
-        }
-        let sql = format!(
-            "SELECT {APPROVAL_COLUMNS} FROM approval_requests r JOIN accounts a ON a.id = r.account_id{} \
-             ORDER BY r.created_at, r.id",
-            f.where_sql()
-        );
-        let rows = f.bind(sqlx::query(&sql)).fetch_all(self.reader()).await?;
-        rows.iter().map(approval_from_row).collect()
+/// Approval of a withdrawal Tessera held for approval (D14.2), in the decision's transaction:
+/// `awaiting_approval → pending` with its payout job. Returns whether it moved.
+pub(crate) async fn release_awaiting(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+    id: &str,
+    now: i64,
+) -> StoreResult<bool> {
+    let n = sqlx::query(
+        "UPDATE withdrawals SET status = 'pending', updated_at = $1 \
+         WHERE id = $2 AND account_id = $3 AND status = 'awaiting_approval'",
+    )
+    .bind(now)
+    .bind(id)
+    .bind(account_id)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    if n == 1 {
+        jobs::enqueue(conn, queue::PAYOUT, id, now, now).await?;
     }
+    Ok(n == 1)
+}
 
-    /// One approval request; `account_id` scopes it when given (the portal), not for operators.
-    pub async fn approval(&self, account_id: Option<&str>, id: &str) -> StoreResult<ApprovalRequest> {
-        let row = sqlx::query(&format!(
-            "SELECT {APPROVAL_COLUMNS} FROM approval_requests r JOIN accounts a ON a.id = r.account_id WHERE r.id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(self.reader())
-        .await?
-        .filter(|r| account_id.is_none_or(|a| r.try_get::<String, _>("account_id").is_ok_and(|x| x == a)))
-        .ok_or(StoreError::NotFound("approval request"))?;
-        approval_from_row(&row)
-    }
-
-    /// Decides a pending approval request and applies its effect in the same transaction,
-    /// audited (D14.2, D16.19). A withdrawal request Tessera filed: approved → `pending` with its
-    /// payout job; rejected → `cancelled` with its hold released. A request already decided,
-    /// or an effect that cannot be applied → `Conflict`, and the request stays as it was.
-    /// `account_id` scopes the request when given (the portal); operators pass `None`.
-    pub async fn decide_approval(
-        &self,
-        account_id: Option<&str>,
-        id: &str,
-        decision: Decision,
-        note: Option<&str>,
-        by: &Decider<'_>,
-        now: i64,
-    ) -> StoreResult<ApprovalRequest> {
-        let request = self.approval(account_id, id).await?;
-        let mut tx = self.writer().begin().await?;
-        let moved = sqlx::query(
-            "UPDATE approval_requests SET status = $1, decided_by = $2, note = $3, decided_at = $4 \
-             WHERE id = $5 AND status = 'pending'",
-        )
-        .bind(decision.as_str())
-        .bind(by.decided_by)
-        .bind(note)
-        .bind(now)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if moved != 1 {
-            tx.rollback().await?;
-            let current = self.approval(account_id, id).await?;
-            return Err(StoreError::Conflict(format!("the approval request is already {}", current.status)));
-        }
-        let withdrawal_id = request.request_payload.get("withdrawalId").and_then(Value::as_str);
-        if let (true, None, Some(w)) = (request.entity_type == "withdrawal", &request.requested_by, withdrawal_id) {
-            let applied = match decision {
-                Decision::Approved => {
-                    let n = sqlx::query(
-                        "UPDATE withdrawals SET status = 'pending', updated_at = $1 \
-                         WHERE id = $2 AND account_id = $3 AND status = 'awaiting_approval'",
-                    )
-                    .bind(now)
-                    .bind(w)
-                    .bind(&request.account_id)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                    if n == 1 {
-                        jobs::enqueue(&mut tx, queue::PAYOUT, w, now, now).await?;
-                    }
-                    n == 1
-                }
-                Decision::Rejected => {
-                    end(
-                        &mut tx,
-                        w,
-                        &[WithdrawalStatus::AwaitingApproval],
-                        WithdrawalStatus::Cancelled,
-                        Some("rejected at approval"),
-                        now,
-                    )
-                    .await?
-                }
-            };
-            if !applied {
-                tx.rollback().await?;
-                return Err(StoreError::Conflict(format!("withdrawal {w} is no longer awaiting approval")));
-            }
-        }
-        audit::record(
-            &mut tx,
-            &request.account_id,
-            &Audit {
-                key_id: by.key_id,
-                request_id: by.request_id.clone(),
-                action: if decision == Decision::Approved { "approval.approve" } else { "approval.reject" },
-                entity_type: "approval_request",
-                entity_id: id,
-                summary: json!({
-                    "before": {"status": "pending"},
-                    "after": {"status": decision.as_str(), "decidedBy": by.decided_by, "note": note},
-                    "requestPayload": request.request_payload,
-                }),
-            },
-        )
-        .await?;
-        tx.commit().await?;
-        self.approval(account_id, id).await
-    }
+/// Rejection of a withdrawal held for approval, in the decision's transaction: cancelled with
+/// its hold released. Returns whether it moved.
+pub(crate) async fn cancel_awaiting(conn: &mut sqlx::AnyConnection, id: &str, now: i64) -> StoreResult<bool> {
+    end(conn, id, &[WithdrawalStatus::AwaitingApproval], WithdrawalStatus::Cancelled, Some("rejected at approval"), now)
+        .await
 }

@@ -4,16 +4,17 @@
 //!   the error (a handler, an extractor, the session check);
 //! - [`layer`], the third authentication piece beside the key schemes of `auth.rs`: it reads
 //!   `Authorization: Bearer <token>`, finds the session by the token's keyed hash and compares
-//!   it in constant time, refuses a key or signature (401), slides the 12-hour expiry, and hands
-//!   the handler a [`PortalCaller`]. No handler reads the header.
+//!   it in constant time (`flows::customer_access::portal_session`, which also slides the
+//!   12-hour expiry), refuses a key or signature (401), and hands the handler a
+//!   [`PortalCaller`]. No handler reads the header.
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::auth::sessions::PORTAL_SESSION_MS;
 use crate::domain::time::now_ms;
+use crate::flows::customer_access::portal_session;
 use crate::http::error::ApiError;
 use crate::http::portal::PortalCaller;
 use crate::state::AppState;
@@ -21,9 +22,6 @@ use crate::state::AppState;
 /// Key-scheme headers: a portal route refuses them (D16.17).
 const KEY_HEADERS: [&str; 4] =
     [tessera_sign::HEADER_KEY_ID, tessera_sign::HEADER_SIGNATURE, "x-white-label-key", "x-white-label-domain"];
-
-/// A session is written back (its expiry slid) at most once a minute.
-const SLIDE_EVERY_MS: i64 = 60_000;
 
 fn unauthorized(message: &'static str) -> ApiError {
     ApiError::new(StatusCode::UNAUTHORIZED, "missing_auth", message).with_detail("authorization", "Bearer <token>")
@@ -44,19 +42,11 @@ pub async fn layer(State(state): State<AppState>, mut req: Request, next: Next) 
     let Some(token) = bearer(&req) else {
         return unauthorized("sign in first: Authorization: Bearer <session token>").into_response();
     };
-    let hash = state.keyring().hash_secret(token);
-    let now = now_ms();
-    let session = match state.store.portal_session(&hash, now).await {
-        Ok(Some(s)) if state.keyring().secret_matches(token, &s.token_hash) => s,
-        Ok(_) => return unauthorized("the session is unknown, expired or ended; sign in again").into_response(),
+    let session = match portal_session(&state.store, state.keyring(), token, now_ms()).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return unauthorized("the session is unknown, expired or ended; sign in again").into_response(),
         Err(e) => return ApiError::from(e).into_response(),
     };
-    let slid = now + PORTAL_SESSION_MS;
-    if slid - session.expires_at >= SLIDE_EVERY_MS {
-        if let Err(e) = state.store.touch_portal_session(&session.token_hash, slid).await {
-            return ApiError::from(e).into_response();
-        }
-    }
     req.extensions_mut().insert(PortalCaller::new(session));
     next.run(req).await
 }

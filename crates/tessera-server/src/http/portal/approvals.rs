@@ -1,28 +1,37 @@
-//! Four-eyes approval requests (spec "Approval request"; D15.3, D16.15, D16.19): any active
-//! member files one and may cancel their own while pending; a member with approvals:decide
-//! (withdrawal requests: also withdrawals:approve) approves or rejects, never their own.
-//! Approval applies the request's effect in the decision's transaction.
+//! Four-eyes approval requests over HTTP (spec "Approval request"; D15.3, D16.15, D16.19): the
+//! bodies and answers; who may decide and what a decision does are `flows::approvals`'s.
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{
     Portal, PortalBodyErrors, PortalCaller, PortalConflict, PortalEnvelope, PortalErrors, PortalNotFound,
     PortalQueryErrors, PortalResult,
 };
-use crate::domain::check::{free_object, text, Check};
 use crate::domain::is_uuid;
-use crate::domain::portal::{APPROVALS_DECIDE, ENTITY_TYPES, WITHDRAWALS_APPROVE};
+use crate::domain::portal::{
+    parse_approval_filter, parse_decision, parse_filing, APPROVALS_DECIDE, APPROVAL_STATES, ENTITY_TYPES,
+};
 use crate::domain::time::{now_ms, rfc3339};
-use crate::http::envelope::request_id;
+use crate::flows::approvals::{self, ApprovalError, PortalDecider};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::openapi::string_enum;
 use crate::state::AppState;
-use crate::store::withdrawals::{ApprovalRequest, Decider, Decision};
+use crate::store::approvals::ApprovalRequest;
 
-const STATUSES: [&str; 4] = ["pending", "approved", "rejected", "cancelled"];
+impl From<ApprovalError> for ApiError {
+    fn from(e: ApprovalError) -> Self {
+        let forbidden = |m: &'static str| ApiError::new(axum::http::StatusCode::FORBIDDEN, "insufficient_scope", m);
+        match e {
+            ApprovalError::Store(s) => s.into(),
+            ApprovalError::NotRequester => forbidden("only the member who filed a request may cancel it"),
+            ApprovalError::NotPermitted => ApiError::insufficient_scope(&[APPROVALS_DECIDE]),
+            ApprovalError::OwnRequest => forbidden("nobody decides their own request (four eyes)"),
+        }
+    }
+}
 
 fn entity_schema() -> utoipa::openapi::schema::Object {
     string_enum(&ENTITY_TYPES, "What the request is about")
@@ -33,7 +42,7 @@ fn decision_schema() -> utoipa::openapi::schema::Object {
 }
 
 fn status_schema() -> utoipa::openapi::schema::Object {
-    string_enum(&STATUSES, "Only requests in this state")
+    string_enum(&APPROVAL_STATES, "Only requests in this state")
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -85,8 +94,8 @@ impl From<ApprovalRequest> for ApprovalOut {
     fn from(r: ApprovalRequest) -> Self {
         ApprovalOut {
             id: r.id,
-            entity_type: r.entity_type,
-            status: r.status,
+            entity_type: r.entity_type.as_str().to_string(),
+            status: r.status.as_str().to_string(),
             reason: r.reason,
             request_payload: r.request_payload,
             requested_by: r.requested_by,
@@ -114,28 +123,8 @@ pub async fn create(
     ApiJson(body): ApiJson<ApprovalIn>,
 ) -> PortalResult<ApprovalOut> {
     caller.require_active_reseller()?;
-    let mut check = Check::new();
-    match body.entity_type.as_deref() {
-        None => check.fail("entityType", "is required"),
-        Some(t) if !ENTITY_TYPES.contains(&t) => {
-            check.fail("entityType", format!("must be one of {}", ENTITY_TYPES.join(", ")))
-        }
-        Some(_) => {}
-    }
-    let reason = body.reason.as_deref().and_then(|r| check.take(text("reason", r, 1, 1000)));
-    let payload = body.request_payload.unwrap_or_else(|| Value::Object(Map::new()));
-    check.take(free_object("requestPayload", &payload));
-    for key in ["memberId", "campaignId", "withdrawalId"] {
-        if payload.get(key).is_some_and(|v| !v.as_str().is_some_and(is_uuid)) {
-            check.fail(format!("requestPayload.{key}"), "must be a UUID");
-        }
-    }
-    check.finish()?;
-    let entity = body.entity_type.unwrap_or_default();
-    let r = state
-        .store
-        .file_approval(caller.account_id(), &entity, reason.as_deref(), &payload, &caller.actor(), now_ms())
-        .await?;
+    let filing = parse_filing(body.entity_type.as_deref(), body.reason.as_deref(), body.request_payload)?;
+    let r = approvals::file(&state.store, caller.account_id(), &filing, &caller.actor(), now_ms()).await?;
     Ok(Portal::created(r.into()))
 }
 
@@ -154,10 +143,8 @@ pub async fn list(
     caller: PortalCaller,
     ApiQuery(q): ApiQuery<ListParams>,
 ) -> PortalResult<Vec<ApprovalOut>> {
-    if let Some(s) = q.status.as_deref().filter(|s| !STATUSES.contains(s)) {
-        return Err(ApiError::field("status", format!("must be one of {}; got {s:?}", STATUSES.join(", "))));
-    }
-    let all = state.store.list_approvals(Some(caller.account_id()), q.status.as_deref()).await?;
+    let status = parse_approval_filter(q.status.as_deref())?;
+    let all = approvals::list(&state.store, Some(caller.account_id()), status).await?;
     Ok(Portal::ok(all.into_iter().map(ApprovalOut::from).collect()))
 }
 
@@ -180,53 +167,11 @@ pub async fn decide(
     ApiJson(body): ApiJson<DecisionIn>,
 ) -> PortalResult<ApprovalOut> {
     caller.require_active_reseller()?;
-    let mut check = Check::new();
-    let status = body.status.as_deref();
-    if !matches!(status, Some("approved" | "rejected" | "cancelled")) {
-        check.fail("status", "must be approved, rejected or cancelled");
-    }
-    let note = body.note.as_deref().and_then(|n| check.take(text("note", n, 1, 1000)));
-    check.finish()?;
+    let req = parse_decision(body.status.as_deref(), body.note.as_deref())?;
     if !is_uuid(&id) {
         return Err(ApiError::not_found("approval request"));
     }
-    let account = caller.account_id();
-    let request = state.store.approval(Some(account), &id).await?;
-    let me = caller.member().id.as_str();
-    let own = request.requested_by.as_deref() == Some(me);
-    let now = now_ms();
-    let decision = match status {
-        Some("cancelled") => {
-            if !own {
-                return Err(ApiError::new(
-                    axum::http::StatusCode::FORBIDDEN,
-                    "insufficient_scope",
-                    "only the member who filed a request may cancel it",
-                ));
-            }
-            let r = state.store.cancel_approval(account, &id, note.as_deref(), &caller.actor(), now).await?;
-            return Ok(Portal::ok(r.into()));
-        }
-        Some("approved") => Decision::Approved,
-        _ => Decision::Rejected,
-    };
-    let withdrawal = request.entity_type == "withdrawal";
-    if !(caller.has(APPROVALS_DECIDE) || (withdrawal && caller.has(WITHDRAWALS_APPROVE))) {
-        return Err(ApiError::insufficient_scope(&[APPROVALS_DECIDE]));
-    }
-    if own {
-        return Err(ApiError::new(
-            axum::http::StatusCode::FORBIDDEN,
-            "insufficient_scope",
-            "nobody decides their own request (four eyes)",
-        ));
-    }
-    let decided = if withdrawal && request.requested_by.is_none() {
-        // Tessera's own withdrawal request: the withdrawals store applies it (D14.2).
-        let by = Decider { decided_by: me, key_id: None, request_id: Some(request_id()) };
-        state.store.decide_approval(Some(account), &id, decision, note.as_deref(), &by, now).await?
-    } else {
-        state.store.decide_portal_approval(account, &request, decision, note.as_deref(), &caller.actor(), now).await?
-    };
+    let who = PortalDecider { member_id: &caller.member().id, permissions: &caller.permissions, actor: caller.actor() };
+    let decided = approvals::decide_in_portal(&state.store, caller.account_id(), &id, &req, &who, now_ms()).await?;
     Ok(Portal::ok(decided.into()))
 }

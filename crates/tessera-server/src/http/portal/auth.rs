@@ -4,27 +4,19 @@
 //! a code sent. The D8.2 limits (60 s resend, 5 an hour) apply per address either way.
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use utoipa::ToSchema;
 
 use super::{
     Portal, PortalBodyErrors, PortalCaller, PortalConflict, PortalEnvelope, PortalErrors, PortalNoMember,
     PortalNotFound, PortalResult, PortalThrottled,
 };
-use crate::auth::sessions::{self, CODE_LIFE_MS, PORTAL_SESSION_MS};
-use crate::domain::check::{email, Check};
+use crate::domain::portal::portal_email;
 use crate::domain::time::{now_ms, rfc3339};
+use crate::flows::customer_access::{self as access, AccessError, Verified};
 use crate::http::envelope::request_id;
 use crate::http::error::ApiError;
 use crate::http::extract::{parse_json, ApiJson};
-use crate::notify::PORTAL_PASSCODE_EVENT;
 use crate::state::AppState;
-use crate::store::customers::{NewChallenge, Verified};
-use crate::store::notifications::NewNotification;
-use crate::store::portal::SignIn;
-
-/// The purpose of sign-in challenges; only these open a session (D16.16).
-pub const PURPOSE: &str = "portal_sign_in";
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -33,21 +25,53 @@ pub struct OtpStartIn {
     pub email: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ChallengeOut {
-    pub challenge_id: String,
-    /// When the passcode stops working.
-    pub expires_at: String,
-}
+/// Defines the answer of a passcode request (portal sign-in and `otp/send`; my-tickets
+/// `request-otp`, whose document also describes `challengeId`: the optional attribute).
+macro_rules! challenge_out {
+    ($name:ident $(, #[$id_doc:meta])?) => {
+        #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            $(#[$id_doc])?
+            pub challenge_id: String,
+            /// When the passcode stops working.
+            pub expires_at: String,
+        }
 
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct OtpVerifyIn {
-    pub challenge_id: Option<String>,
-    /// The 6-digit passcode from the e-mail.
-    pub code: Option<String>,
+        impl From<$crate::flows::customer_access::Issued> for $name {
+            fn from(i: $crate::flows::customer_access::Issued) -> Self {
+                $name { challenge_id: i.challenge_id, expires_at: $crate::domain::time::rfc3339(i.expires_at) }
+            }
+        }
+    };
 }
+pub(crate) use challenge_out;
+
+challenge_out!(ChallengeOut);
+
+/// Defines the body of a passcode check: one shape under each name the API documents
+/// (`OtpVerifyIn` of the portal, `VerifyOtpIn` of my-tickets).
+macro_rules! code_try_body {
+    ($name:ident) => {
+        #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        pub struct $name {
+            pub challenge_id: Option<String>,
+            /// The 6-digit passcode from the e-mail.
+            pub code: Option<String>,
+        }
+
+        impl $name {
+            /// The challenge id and code, checked for form (400 otherwise).
+            pub fn parse(&self) -> Result<$crate::domain::portal::CodeTry, $crate::domain::DomainError> {
+                $crate::domain::portal::parse_code_try(self.challenge_id.as_deref(), self.code.as_deref())
+            }
+        }
+    };
+}
+pub(crate) use code_try_body;
+
+code_try_body!(OtpVerifyIn);
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -64,13 +88,27 @@ pub struct LogoutOut {
     pub logged_out: bool,
 }
 
-/// A portal e-mail address: valid, then lower-cased whole (users are unique by it, D15.1).
-pub fn portal_email(field: &str, raw: &str) -> Result<String, crate::domain::DomainError> {
-    email(field, raw).map(|e| e.to_lowercase())
+/// How customer access's refusals answer, here and in my-tickets: a wrong code is a 400 that
+/// counts the tries left; locked, expired and used challenges are 409s.
+impl From<AccessError> for ApiError {
+    fn from(e: AccessError) -> Self {
+        match e {
+            AccessError::Store(s) => s.into(),
+            AccessError::Invalid(d) => d.into(),
+            AccessError::Throttled(t) => ApiError::retry_later(t.retry_after_secs, t.message),
+            AccessError::Refused(v) => refused(v),
+            AccessError::NoMember => ApiError::missing_auth("this e-mail has no active or invited reseller member"),
+            AccessError::UnknownSession => ApiError::new(
+                axum::http::StatusCode::UNAUTHORIZED,
+                "invalid_key",
+                "unknown or expired session; verify a passcode again",
+            ),
+            AccessError::NotFound(what) => ApiError::not_found(what),
+        }
+    }
 }
 
-/// 400, 409 for a code that did not open what was asked (shared with `otp/verify`).
-pub fn refused(v: Verified) -> ApiError {
+fn refused(v: Verified) -> ApiError {
     let locked = || ApiError::conflict("this challenge is locked after 5 wrong codes; request a new passcode");
     match v {
         Verified::Wrong { remaining: 0 } => locked().with_detail("code", "does not match; no tries left"),
@@ -81,25 +119,6 @@ pub fn refused(v: Verified) -> ApiError {
         Verified::Locked => locked(),
         Verified::Expired => ApiError::conflict("this passcode has expired; request a new one"),
         Verified::Used | Verified::Accepted => ApiError::conflict("this passcode was already used; request a new one"),
-    }
-}
-
-/// The challenge id and code of a verify body, checked for form.
-pub fn verify_input(challenge_id: Option<&str>, code: Option<&str>) -> Result<(String, String), ApiError> {
-    let mut check = Check::new();
-    let id = challenge_id.filter(|c| !c.is_empty() && c.len() <= 128);
-    if id.is_none() {
-        check.fail("challengeId", "is required");
-    }
-    match code {
-        None => check.fail("code", "is required"),
-        Some(c) if !sessions::is_code(c) => check.fail("code", "must be 6 digits"),
-        Some(_) => {}
-    }
-    check.finish()?;
-    match (id, code) {
-        (Some(i), Some(c)) => Ok((i.to_string(), c.to_string())),
-        _ => Err(ApiError::internal("validated input missing")),
     }
 }
 
@@ -120,34 +139,8 @@ pub async fn otp_start(
         return Err(ApiError::field("email", "is required"));
     };
     let mail = portal_email("email", raw)?;
-    let now = now_ms();
-    let recent = state.store.recent_challenges(None, None, PURPOSE, &mail, now).await?;
-    sessions::send_allowed(&recent, now).map_err(|t| ApiError::retry_later(t.retry_after_secs, t.message))?;
-    let account = state.store.sign_in_account(&mail).await?;
-    let id = sessions::new_token("otp_");
-    let code = sessions::new_code();
-    let hash = sessions::code_hash(state.keyring(), &id, &code);
-    let expires_at = now + CODE_LIFE_MS;
-    let payload = json!({"code": code, "minutes": CODE_LIFE_MS / 60_000, "action": "sign in to the reseller portal"});
-    let notify = account.as_ref().map(|_| NewNotification {
-        channel: "email",
-        event_type: PORTAL_PASSCODE_EVENT,
-        recipient: &mail,
-        subject: None,
-        payload: &payload,
-    });
-    let challenge = NewChallenge {
-        id: &id,
-        account_id: account.as_deref(),
-        campaign_id: None,
-        channel: "email",
-        recipient: &mail,
-        purpose: PURPOSE,
-        code_hash: &hash,
-        expires_at,
-    };
-    state.store.create_challenge(&challenge, notify, now).await?;
-    Ok(Portal::ok(ChallengeOut { challenge_id: id, expires_at: rfc3339(expires_at) }))
+    let issued = access::request_sign_in(&state.store, state.keyring(), &mail, now_ms()).await?;
+    Ok(Portal::ok(issued.into()))
 }
 
 /// POST /api/white-label/portal/auth/otp/verify — no auth (D10.1)
@@ -163,22 +156,9 @@ pub async fn otp_verify(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<OtpVerifyIn>,
 ) -> PortalResult<SessionOut> {
-    let (id, code) = verify_input(body.challenge_id.as_deref(), body.code.as_deref())?;
-    let challenge = state.store.challenge(None, &id).await?;
-    if challenge.purpose != PURPOSE {
-        // An otp/send challenge opens no session, and is not used up here (D16.16).
-        return Err(ApiError::not_found("challenge"));
-    }
-    let matches = sessions::code_matches(state.keyring(), &id, &code, &challenge.code_hash);
-    let token = sessions::new_token("tps_");
-    let now = now_ms();
-    let expires_at = now + PORTAL_SESSION_MS;
-    let hash = state.keyring().hash_secret(&token);
-    match state.store.portal_sign_in(&challenge, matches, &hash, expires_at, Some(request_id()), now).await? {
-        SignIn::Session(_) => Ok(Portal::ok(SessionOut { token, expires_at: rfc3339(expires_at) })),
-        SignIn::NoMember => Err(ApiError::missing_auth("this e-mail has no active or invited reseller member")),
-        SignIn::Refused(v) => Err(refused(v)),
-    }
+    let attempt = body.parse()?;
+    let opened = access::sign_in(&state.store, state.keyring(), &attempt, Some(request_id()), now_ms()).await?;
+    Ok(Portal::ok(SessionOut { token: opened.token, expires_at: rfc3339(opened.expires_at) }))
 }
 
 /// POST /api/white-label/portal/auth/logout — session
@@ -199,7 +179,7 @@ pub async fn logout(
     if !body.is_empty() {
         parse_json::<EmptyIn>(&body)?;
     }
-    state.store.revoke_portal_session(&caller.session, &caller.actor(), now_ms()).await?;
+    access::sign_out(&state.store, &caller.session, &caller.actor(), now_ms()).await?;
     Ok(Portal::ok(LogoutOut { logged_out: true }))
 }
 

@@ -3,23 +3,22 @@ use axum::extract::{Path, State};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::auth::portal_email;
 use super::reseller::update_error;
 use super::{
     MemberOut, Portal, PortalBodyErrors, PortalCaller, PortalConflict, PortalEnvelope, PortalErrors, PortalNotFound,
     PortalResult,
 };
-use crate::domain::check::{text, Check};
+use crate::domain::is_uuid;
 use crate::domain::portal::{
-    all_permissions, member_move, needs_admin_to_grant, parse_names, MEMBERS_MANAGE, MEMBER_STATES, MEMBER_TYPES, ROLES,
+    needs_admin_to_grant, parse_member, parse_member_change, portal_member_change, MemberFields, MEMBERS_MANAGE,
+    MEMBER_STATES, MEMBER_TYPES,
 };
 use crate::domain::time::now_ms;
-use crate::domain::{is_uuid, DomainError};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::openapi::string_enum;
 use crate::state::AppState;
-use crate::store::portal::{MemberPatch, NewMember};
+use crate::store::portal::Member;
 
 fn member_type_schema() -> utoipa::openapi::schema::Object {
     string_enum(
@@ -67,33 +66,6 @@ pub struct MemberPatchIn {
     pub status: Option<String>,
 }
 
-fn member_type(check: &mut Check, v: Option<&str>) -> Option<String> {
-    match v {
-        None => None,
-        Some("owner") => {
-            check.fail("memberType", "owner is set by the platform operator, not through the portal");
-            None
-        }
-        Some(t) if MEMBER_TYPES.contains(&t) => Some(t.to_string()),
-        Some(_) => {
-            check.fail("memberType", format!("must be one of {}", MEMBER_TYPES[1..].join(", ")));
-            None
-        }
-    }
-}
-
-/// Roles and permissions named in a body, each checked.
-fn grants(
-    check: &mut Check,
-    roles: Option<&Vec<String>>,
-    permissions: Option<&Vec<String>>,
-) -> (Option<Vec<String>>, Option<Vec<String>>) {
-    let roles = roles.and_then(|r| check.take(parse_names("roles", r, &ROLES)));
-    let all = all_permissions();
-    let permissions = permissions.and_then(|p| check.take(parse_names("permissions", p, &all)));
-    (roles, permissions)
-}
-
 /// 403 unless an admin grants what only an admin may (D16.15).
 fn may_grant(caller: &PortalCaller, roles: &[String], permissions: &[String]) -> Result<(), ApiError> {
     if needs_admin_to_grant(roles, permissions) {
@@ -119,32 +91,17 @@ pub async fn create(
 ) -> PortalResult<MemberOut> {
     caller.require(MEMBERS_MANAGE)?;
     caller.require_active_reseller()?;
-    let mut check = Check::new();
-    if body.user_id.as_deref().is_some_and(|u| !is_uuid(u)) {
-        check.fail("userId", "must be a UUID");
-    }
-    if body.creator_id.as_deref().is_some_and(|u| !is_uuid(u)) {
-        check.fail("creatorId", "must be a UUID");
-    }
-    let email = body.email.as_deref().and_then(|e| check.take(portal_email("email", e)));
-    if body.user_id.is_none() && body.email.is_none() {
-        check.fail("email", "userId or email is required");
-    }
-    let kind = member_type(&mut check, body.member_type.as_deref()).unwrap_or_else(|| "operator".into());
-    let display_name = body.display_name.as_deref().and_then(|d| check.take(text("displayName", d, 1, 255)));
-    let (roles, permissions) = grants(&mut check, body.roles.as_ref(), body.permissions.as_ref());
-    check.finish()?;
-    let (roles, permissions) = (roles.unwrap_or_default(), permissions.unwrap_or_default());
-    may_grant(&caller, &roles, &permissions)?;
-    let new = NewMember {
-        user_id: body.user_id,
-        email,
-        creator_id: body.creator_id,
-        member_type: kind,
-        display_name,
-        roles,
-        permissions,
-    };
+    let new = parse_member(&MemberFields {
+        user_id: body.user_id.as_deref(),
+        email: body.email.as_deref(),
+        creator_id: body.creator_id.as_deref(),
+        member_type: body.member_type.as_deref(),
+        display_name: body.display_name.as_deref(),
+        roles: body.roles.as_deref(),
+        permissions: body.permissions.as_deref(),
+        status: None,
+    })?;
+    may_grant(&caller, &new.roles, &new.permissions)?;
     let m = state.store.create_reseller_member(caller.account_id(), &new, &caller.actor(), now_ms()).await?;
     Ok(Portal::created((&m).into()))
 }
@@ -171,30 +128,16 @@ pub async fn update(
     if !is_uuid(&id) {
         return Err(ApiError::not_found("member"));
     }
-    let mut check = Check::new();
-    let kind = member_type(&mut check, body.member_type.as_deref());
-    let display_name = body.display_name.as_deref().and_then(|d| check.take(text("displayName", d, 1, 255)));
-    let (roles, permissions) = grants(&mut check, body.roles.as_ref(), body.permissions.as_ref());
-    if let Some(s) = body.status.as_deref().filter(|s| !MEMBER_STATES.contains(s)) {
-        check.fail("status", format!("must be one of {}; got {s:?}", MEMBER_STATES.join(", ")));
-    }
-    if body.member_type.is_none()
-        && body.display_name.is_none()
-        && body.roles.is_none()
-        && body.permissions.is_none()
-        && body.status.is_none()
-    {
-        check.fail("body", "name at least one field to change");
-    }
-    check.finish()?;
-    may_grant(&caller, roles.as_deref().unwrap_or_default(), permissions.as_deref().unwrap_or_default())?;
-    let patch = MemberPatch { member_type: kind, display_name, roles, permissions, status: body.status };
-    let judge = |before: &crate::store::portal::Member, after: &crate::store::portal::Member| {
-        if before.member_type == "owner" {
-            return Err(DomainError::Conflict("the owner member cannot be changed through the portal".into()));
-        }
-        member_move(&before.status, &after.status)
-    };
+    let patch = parse_member_change(&MemberFields {
+        member_type: body.member_type.as_deref(),
+        display_name: body.display_name.as_deref(),
+        roles: body.roles.as_deref(),
+        permissions: body.permissions.as_deref(),
+        status: body.status.as_deref(),
+        ..MemberFields::default()
+    })?;
+    may_grant(&caller, patch.roles.as_deref().unwrap_or_default(), patch.permissions.as_deref().unwrap_or_default())?;
+    let judge = |before: &Member, after: &Member| portal_member_change(before.member_type, before.status, after.status);
     let m = state
         .store
         .update_reseller_member(caller.account_id(), &id, &patch, judge, &caller.actor(), now_ms())

@@ -75,14 +75,11 @@ impl PortalCaller {
     /// 403 `account_inactive` while the profile is suspended or disabled (D16.18): the portal
     /// still reads, but member, approval and otp/send writes stop.
     pub fn require_active_reseller(&self) -> Result<(), ApiError> {
-        match self.session.profile_status.as_str() {
-            "suspended" | "disabled" => Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "account_inactive",
-                format!("the reseller is {}", self.session.profile_status),
-            )),
-            _ => Ok(()),
+        let status = self.session.profile_status;
+        if status.is_inactive() {
+            return Err(ApiError::new(StatusCode::FORBIDDEN, "account_inactive", format!("the reseller is {status}")));
         }
+        Ok(())
     }
 
     /// Who is acting, for audit entries.
@@ -217,11 +214,11 @@ impl From<&Member> for MemberOut {
     fn from(m: &Member) -> Self {
         MemberOut {
             id: m.id.clone(),
-            status: m.status.clone(),
+            status: m.status.as_str().to_string(),
             user_id: m.user_id.clone(),
             email: m.email.clone(),
             creator_id: m.creator_id.clone(),
-            member_type: m.member_type.clone(),
+            member_type: m.member_type.as_str().to_string(),
             display_name: m.display_name.clone(),
             roles: m.roles.clone(),
             permissions: m.permissions.clone(),

@@ -8,17 +8,14 @@ use utoipa::ToSchema;
 use super::{
     MemberOut, Portal, PortalBodyErrors, PortalCaller, PortalConflict, PortalEnvelope, PortalErrors, PortalResult,
 };
-use crate::domain::check::{free_object, Check};
-use crate::domain::portal::{portal_profile_move, PROFILE_STATES};
+use crate::domain::portal::{parse_profile_change, portal_profile_move, PROFILE_STATES, RISK_LEVELS};
 use crate::domain::time::{now_ms, rfc3339};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::openapi::string_enum;
 use crate::state::AppState;
-use crate::store::portal::{Profile, ProfilePatch};
+use crate::store::portal::Profile;
 use crate::store::UpdateError;
-
-pub const RISK_LEVELS: [&str; 3] = ["low", "medium", "high"];
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -39,7 +36,7 @@ impl From<&Profile> for ProfileOut {
     fn from(p: &Profile) -> Self {
         ProfileOut {
             id: p.id.clone(),
-            status: p.status.clone(),
+            status: p.status.as_str().to_string(),
             require_sub_creator_approval: p.require_sub_creator_approval,
             allow_public_signup: p.allow_public_signup,
             risk_level: p.risk_level.clone(),
@@ -120,32 +117,13 @@ pub async fn update_profile(
     ApiJson(body): ApiJson<ProfilePatchIn>,
 ) -> PortalResult<ProfileOut> {
     caller.require_admin()?;
-    let mut check = Check::new();
-    if let Some(s) = body.status.as_deref().filter(|s| !PROFILE_STATES.contains(s)) {
-        check.fail("status", format!("must be one of {}; got {s:?}", PROFILE_STATES.join(", ")));
-    }
-    if body.risk_level.as_deref().is_some_and(|r| !RISK_LEVELS.contains(&r)) {
-        check.fail("riskLevel", format!("must be one of {}", RISK_LEVELS.join(", ")));
-    }
-    if let Some(s) = &body.settings {
-        check.take(free_object("settings", s));
-    }
-    if body.status.is_none()
-        && body.require_sub_creator_approval.is_none()
-        && body.allow_public_signup.is_none()
-        && body.risk_level.is_none()
-        && body.settings.is_none()
-    {
-        check.fail("body", "name at least one field to change");
-    }
-    check.finish()?;
-    let patch = ProfilePatch {
-        status: body.status,
-        require_sub_creator_approval: body.require_sub_creator_approval,
-        allow_public_signup: body.allow_public_signup,
-        risk_level: body.risk_level,
-        settings: body.settings,
-    };
+    let patch = parse_profile_change(
+        body.status.as_deref(),
+        body.require_sub_creator_approval,
+        body.allow_public_signup,
+        body.risk_level.as_deref(),
+        body.settings,
+    )?;
     let profile = state
         .store
         .update_reseller_profile(caller.account_id(), &patch, portal_profile_move, &caller.actor(), now_ms())

@@ -11,28 +11,20 @@ use axum::extract::State;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use utoipa::ToSchema;
 
 use super::campaign_id;
 use super::tickets::{ticket_lookup_code, TicketOut};
-use crate::auth::sessions::{self, CODE_LIFE_MS};
-use crate::domain::check::{email, Check};
+use crate::domain::portal::parse_holder_passcode;
 use crate::domain::qr;
 use crate::domain::time::{now_ms, rfc3339};
+use crate::flows::customer_access as access;
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, ApiJson, Caller, Signed};
 use crate::http::openapi::{BodyErrors, Conflict, NotFound, SignedErrors};
-use crate::notify::PASSCODE_EVENT;
+use crate::http::portal::auth::{challenge_out, code_try_body};
 use crate::state::AppState;
-use crate::store::customers::{CustomerSession, NewChallenge, Verified};
-use crate::store::notifications::NewNotification;
-
-/// The purpose of my-tickets challenges in the shared challenge table.
-pub const PURPOSE: &str = "my_tickets";
-/// A session lives 24 hours (D8.3).
-pub const SESSION_LIFE_MS: i64 = 24 * 3_600_000;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -43,22 +35,9 @@ pub struct RequestOtpIn {
     pub email: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ChallengeOut {
-    /// Give it back with the code to verify-otp.
-    pub challenge_id: String,
-    /// When the passcode stops working.
-    pub expires_at: String,
-}
+challenge_out!(ChallengeOut, #[doc = "Give it back with the code to verify-otp."]);
 
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct VerifyOtpIn {
-    pub challenge_id: Option<String>,
-    /// The 6-digit passcode from the e-mail.
-    pub code: Option<String>,
-}
+code_try_body!(VerifyOtpIn);
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -122,59 +101,20 @@ pub async fn request_otp(
     caller: Signed<scope::MyTicketsRead>,
     ApiJson(body): ApiJson<RequestOtpIn>,
 ) -> ApiResult<ChallengeOut> {
-    let mut check = Check::new();
-    if body.campaign_id.is_none() {
-        check.fail("campaignId", "is required");
-    }
-    let mail = match body.email.as_deref() {
-        None => {
-            check.fail("email", "is required");
-            None
-        }
-        Some(e) => check.take(email("email", e)),
-    };
-    check.finish()?;
-    let (Some(campaign), Some(mail)) = (body.campaign_id.as_deref(), mail) else {
-        return Err(ApiError::internal("validated input missing"));
-    };
-    let campaign = scoped_campaign(&caller, campaign_id(campaign)?)?;
-    let title = state.store.campaign(&caller.account_id, campaign).await?.title;
-    let now = now_ms();
-    let recent = state.store.recent_challenges(Some(&caller.account_id), Some(campaign), PURPOSE, &mail, now).await?;
-    sessions::send_allowed(&recent, now).map_err(|t| ApiError::retry_later(t.retry_after_secs, t.message))?;
-    let holds = !state.store.holder_tickets(&caller.account_id, campaign, &mail).await?.is_empty();
-    let id = sessions::new_token("otp_");
-    let code = sessions::new_code();
-    let hash = sessions::code_hash(state.keyring(), &id, &code);
-    let expires_at = now + CODE_LIFE_MS;
-    let payload = json!({"code": code, "campaignId": campaign, "campaign": title, "minutes": CODE_LIFE_MS / 60_000});
-    let notify = holds.then(|| NewNotification {
-        channel: "email",
-        event_type: PASSCODE_EVENT,
-        recipient: &mail,
-        subject: None,
-        payload: &payload,
-    });
-    let challenge = NewChallenge {
-        id: &id,
-        account_id: Some(&caller.account_id),
-        campaign_id: Some(campaign),
-        channel: "email",
-        recipient: &mail,
-        purpose: PURPOSE,
-        code_hash: &hash,
-        expires_at,
-    };
-    state.store.create_challenge(&challenge, notify, now).await?;
-    Ok(ApiResponse::ok(ChallengeOut { challenge_id: id, expires_at: rfc3339(expires_at) }))
-}
-
-/// A campaign key (or a campaignId naming another campaign than the key's) sees only its own.
-fn scoped_campaign<'a>(caller: &Caller, campaign: &'a str) -> Result<&'a str, ApiError> {
-    match caller.campaign_id.as_deref() {
-        Some(own) if own != campaign => Err(ApiError::not_found("campaign")),
-        _ => Ok(campaign),
-    }
+    let req = parse_holder_passcode(body.campaign_id.as_deref(), body.email.as_deref())?;
+    let campaign = campaign_id(&req.campaign_id)?;
+    let (account, key_campaign) = (&caller.account_id, caller.campaign_id.as_deref());
+    let issued = access::request_holder_passcode(
+        &state.store,
+        state.keyring(),
+        account,
+        key_campaign,
+        campaign,
+        &req.email,
+        now_ms(),
+    )
+    .await?;
+    Ok(ApiResponse::ok(issued.into()))
 }
 
 /// POST /api/white-label/v1/my-tickets/verify-otp — domain and private HMAC key — my-tickets:read
@@ -192,72 +132,17 @@ pub async fn verify_otp(
     caller: Signed<scope::MyTicketsRead>,
     ApiJson(body): ApiJson<VerifyOtpIn>,
 ) -> ApiResult<SessionOut> {
-    let mut check = Check::new();
-    if body.challenge_id.as_deref().is_none_or(|c| c.is_empty() || c.len() > 128) {
-        check.fail("challengeId", "is required");
-    }
-    match body.code.as_deref() {
-        None => check.fail("code", "is required"),
-        Some(c) if !sessions::is_code(c) => check.fail("code", "must be 6 digits"),
-        Some(_) => {}
-    }
-    check.finish()?;
-    let (Some(id), Some(code)) = (body.challenge_id.as_deref(), body.code.as_deref()) else {
-        return Err(ApiError::internal("validated input missing"));
-    };
-    let challenge = state.store.challenge(Some(&caller.account_id), id).await?;
-    if challenge.purpose != PURPOSE {
-        return Err(ApiError::not_found("challenge"));
-    }
-    if let Some(c) = challenge.campaign_id.as_deref() {
-        scoped_campaign(&caller, c).map_err(|_| ApiError::not_found("challenge"))?;
-    }
-    let matches = sessions::code_matches(state.keyring(), id, code, &challenge.code_hash);
-    let token = sessions::new_token("tms_");
-    let now = now_ms();
-    let expires_at = now + SESSION_LIFE_MS;
-    let hash = state.keyring().hash_secret(&token);
-    let locked = || ApiError::conflict("this challenge is locked after 5 wrong codes; request a new passcode");
-    match state.store.settle_challenge(&challenge, matches, (&hash, expires_at), now).await? {
-        Verified::Accepted => Ok(ApiResponse::ok(SessionOut { session_token: token, expires_at: rfc3339(expires_at) })),
-        Verified::Wrong { remaining: 0 } => Err(locked().with_detail("code", "does not match; no tries left")),
-        Verified::Wrong { remaining } => Err(ApiError::field(
-            "code",
-            format!("does not match; {remaining} {} left", if remaining == 1 { "try" } else { "tries" }),
-        )),
-        Verified::Locked => Err(locked()),
-        Verified::Expired => Err(ApiError::conflict("this passcode has expired; request a new one")),
-        Verified::Used => Err(ApiError::conflict("this passcode was already used; request a new one")),
-    }
+    let attempt = body.parse()?;
+    let (account, key_campaign) = (&caller.account_id, caller.campaign_id.as_deref());
+    let opened =
+        access::verify_holder_passcode(&state.store, state.keyring(), account, key_campaign, &attempt, now_ms())
+            .await?;
+    Ok(ApiResponse::ok(SessionOut { session_token: opened.token, expires_at: rfc3339(opened.expires_at) }))
 }
 
-/// The session a body names: unknown or expired → 401; another account's, or another campaign
-/// than the one named → 404.
-async fn session(
-    state: &AppState,
-    caller: &Caller,
-    token: Option<&str>,
-    campaign: Option<&str>,
-) -> Result<CustomerSession, ApiError> {
-    let Some(token) = token.filter(|t| !t.is_empty() && t.len() <= 256) else {
-        return Err(ApiError::field("sessionToken", "is required"));
-    };
-    let hash = state.keyring().hash_secret(token);
-    let Some((stored, s)) = state.store.customer_session(&hash, now_ms()).await? else {
-        return Err(ApiError::new(
-            axum::http::StatusCode::UNAUTHORIZED,
-            "invalid_key",
-            "unknown or expired session; verify a passcode again",
-        ));
-    };
-    if !state.keyring().secret_matches(token, &stored) || *s.account_id != *caller.account_id {
-        return Err(ApiError::not_found("session"));
-    }
-    let named = campaign.or(caller.campaign_id.as_deref());
-    if named.is_some_and(|c| c != s.campaign_id) {
-        return Err(ApiError::not_found("session"));
-    }
-    Ok(s)
+/// What a list or qr body presents, with the key that signed it.
+fn holder<'a>(caller: &'a Caller, token: Option<&'a str>, campaign: Option<&'a str>) -> access::Holder<'a> {
+    access::Holder { account_id: &caller.account_id, key_campaign: caller.campaign_id.as_deref(), token, campaign }
 }
 
 /// POST /api/white-label/v1/my-tickets/list — domain and private HMAC key — my-tickets:read
@@ -275,8 +160,8 @@ pub async fn list(
     caller: Signed<scope::MyTicketsRead>,
     ApiJson(body): ApiJson<ListIn>,
 ) -> ApiResult<Vec<MyTicketOut>> {
-    let s = session(&state, &caller, body.session_token.as_deref(), body.campaign_id.as_deref()).await?;
-    let tickets = state.store.holder_tickets(&s.account_id, &s.campaign_id, &s.email).await?;
+    let holder = holder(&caller, body.session_token.as_deref(), body.campaign_id.as_deref());
+    let tickets = access::holder_tickets(&state.store, state.keyring(), &holder, now_ms()).await?;
     Ok(ApiResponse::ok(
         tickets
             .into_iter()
@@ -306,12 +191,9 @@ pub async fn qr(
     let Some(code) = body.ticket_code.as_deref().filter(|c| !c.trim().is_empty() && c.len() <= 128) else {
         return Err(ApiError::field("ticketCode", "is required"));
     };
-    let s = session(&state, &caller, body.session_token.as_deref(), body.campaign_id.as_deref()).await?;
     let code = ticket_lookup_code(code);
-    let tickets = state.store.holder_tickets(&s.account_id, &s.campaign_id, &s.email).await?;
-    let Some(t) = tickets.into_iter().find(|t| t.ticket_code == code || t.qr_token == code) else {
-        return Err(ApiError::not_found("ticket"));
-    };
+    let holder = holder(&caller, body.session_token.as_deref(), body.campaign_id.as_deref());
+    let t = access::holder_ticket(&state.store, state.keyring(), &holder, &code, now_ms()).await?;
     let svg = qr::svg(&t.qr_token).map_err(ApiError::internal)?;
     let png = qr::png(&t.qr_token).map_err(ApiError::internal)?;
     Ok(ApiResponse::ok(QrOut { ticket_code: t.ticket_code, svg, png_base64: STANDARD.encode(png) }))
