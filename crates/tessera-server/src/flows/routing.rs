@@ -18,11 +18,7 @@ pub struct Route {
 
 /// The account's `payments` settings, typed (`{}` → every default).
 pub async fn payments_settings(state: &AppState, account_id: &str) -> Result<PaymentsSettings, StoreError> {
-    let stored = state.store.settings(account_id).await?;
-    let category = stored.iter().find_map(|(category, config)| (category == "payments").then_some(config));
-    Ok(category
-        .map(PaymentsSettings::from_value)
-        .unwrap_or_else(|| PaymentsSettings::from_value(&serde_json::json!({}))))
+    Ok(PaymentsSettings::from_value(&state.store.settings_category(account_id, "payments").await?))
 }
 
 /// The credentials of one provider for an account (D11.2): the platform's shared ones unless
