@@ -21,8 +21,9 @@ use crate::domain::DomainError;
 use crate::providers::payments::{adapter, ChargeRequest, ProviderError};
 use crate::state::AppState;
 use crate::store::jobs::{self, queue};
-use crate::store::payments::{self, NewTransaction, Ticket};
+use crate::store::payments::{self, NewTransaction};
 use crate::store::ticket_types::inventory::{self, Take};
+use crate::store::tickets::Ticket;
 use crate::store::StoreError;
 
 use super::fulfilment::{fulfil, Purchase};

@@ -21,8 +21,8 @@ use crate::domain::DomainError;
 use crate::notify::{PASSCODE_EVENT, PORTAL_PASSCODE_EVENT};
 use crate::store::customers::{self, Challenge, CustomerSession, NewChallenge, RecentSends};
 use crate::store::notifications::NewNotification;
-use crate::store::payments::Ticket;
 use crate::store::portal::{self as portal_store, Actor, Member, PortalSession};
+use crate::store::tickets::Ticket;
 use crate::store::{Store, StoreError, StoreTx};
 
 /// A passcode lives 10 minutes (D8.2).

@@ -5,17 +5,13 @@
 //! - a credit sets `credited` from 0 to 1 (the one writer of the `charge` and `fee` entries,
 //!   which the ledger's unique (kind, reference) also refuses twice);
 //! - a release moves `status` from `pending` only, with the reservation it read.
-use std::collections::HashMap;
-
 use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::query::{Arg, Filter};
-use super::sqlite_read::Get;
 use super::{Store, StoreError, StoreResult};
 use crate::domain::payments::{TransactionType, TxStatus};
-use crate::domain::tickets::TicketStatus;
 
 /// A stored transaction.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,54 +115,6 @@ pub struct NewTransaction {
     pub quantity: i64,
     pub metadata: Value,
     pub hold_expires_at: i64,
-}
-
-/// A ticket as every read shows it (D16.9).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Ticket {
-    pub id: String,
-    pub ticket_code: String,
-    pub qr_token: String,
-    pub status: TicketStatus,
-    pub checked_in: bool,
-    pub checked_in_at: Option<i64>,
-    pub checked_in_by: Option<String>,
-    pub ticket_type_id: String,
-    pub ticket_type_name: String,
-    pub campaign_id: String,
-    pub campaign_title: String,
-    pub attendee_name: Option<String>,
-    pub attendee_email: String,
-    pub transaction_reference: String,
-    pub created_at: i64,
-}
-
-pub(crate) const TICKET_COLUMNS: &str = "k.id, k.ticket_code, k.qr_token, k.status, k.checked_in, k.checked_in_at, \
-    k.checked_in_by, k.ticket_type_id, tt.name AS ticket_type_name, k.campaign_id, c.title AS campaign_title, \
-    k.attendee_name, k.attendee_email, k.transaction_reference, k.created_at";
-pub(crate) const TICKET_FROM: &str =
-    "FROM tickets k JOIN ticket_types tt ON tt.id = k.ticket_type_id JOIN campaigns c ON c.id = k.campaign_id";
-
-/// A ticket from a row of either driver (`sqlite_read::Get`).
-pub(crate) fn ticket_from_row(r: &impl Get) -> StoreResult<Ticket> {
-    Ok(Ticket {
-        id: r.get("id")?,
-        ticket_code: r.get("ticket_code")?,
-        qr_token: r.get("qr_token")?,
-        status: TicketStatus::parse("status", &r.get::<String>("status")?)
-            .map_err(|_| StoreError::Corrupt("ticket status".into()))?,
-        checked_in: r.get::<i64>("checked_in")? != 0,
-        checked_in_at: r.get("checked_in_at")?,
-        checked_in_by: r.get("checked_in_by")?,
-        ticket_type_id: r.get("ticket_type_id")?,
-        ticket_type_name: r.get("ticket_type_name")?,
-        campaign_id: r.get("campaign_id")?,
-        campaign_title: r.get("campaign_title")?,
-        attendee_name: r.get("attendee_name")?,
-        attendee_email: r.get("attendee_email")?,
-        transaction_reference: r.get("transaction_reference")?,
-        created_at: r.get("created_at")?,
-    })
 }
 
 /// Which transactions a list shows.
@@ -388,34 +336,6 @@ impl Store {
         }
         self.page(COLUMNS, "FROM transactions", "created_at DESC, reference DESC", &f, (q.page, q.limit), from_row)
             .await
-    }
-
-    /// Tickets a transaction issued, in issue order.
-    pub async fn tickets_of(&self, reference: &str) -> StoreResult<Vec<Ticket>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {TICKET_COLUMNS} {TICKET_FROM} WHERE k.transaction_reference = $1 ORDER BY k.created_at, k.id"
-        ))
-        .bind(reference)
-        .fetch_all(self.reader())
-        .await?;
-        rows.iter().map(ticket_from_row).collect()
-    }
-
-    /// Tickets of several transactions (list reads), grouped by reference, in issue order.
-    pub async fn tickets_of_many(&self, references: &[String]) -> StoreResult<HashMap<String, Vec<Ticket>>> {
-        let mut out: HashMap<String, Vec<Ticket>> = HashMap::new();
-        if references.is_empty() {
-            return Ok(out);
-        }
-        let sql = format!(
-            "SELECT {TICKET_COLUMNS} {TICKET_FROM} WHERE k.transaction_reference IN ({}) ORDER BY k.created_at, k.id",
-            placeholders(references.len())
-        );
-        for row in bind_all(sqlx::query(&sql), references).fetch_all(self.reader()).await? {
-            let t = ticket_from_row(&row)?;
-            out.entry(t.transaction_reference.clone()).or_default().push(t);
-        }
-        Ok(out)
     }
 
     /// The provider reported another amount or currency (D5.5): flagged, never credited or

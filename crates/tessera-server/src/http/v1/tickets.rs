@@ -17,8 +17,8 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, AnyKey, ApiJson, Scheme};
 use crate::http::openapi::{AnyKeyErrors, BodyErrors, NotFound};
 use crate::state::AppState;
-use crate::store::payments::Ticket;
 use crate::store::tickets::CheckIn;
+use crate::store::tickets::Ticket;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct IdName {
