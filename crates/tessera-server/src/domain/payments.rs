@@ -1,5 +1,7 @@
-//! Payments (D5, D12, D16.1–6): transaction types and states, fees, references and ticket codes.
-//! No I/O.
+//! Payments (D5, D12, D16.1–6, D17.12): transaction types and states, fees, references, ticket
+//! codes and attendee answers. No I/O.
+use std::collections::BTreeMap;
+
 use rand::Rng;
 use serde_json::Value;
 
@@ -174,9 +176,123 @@ pub struct Order {
     pub channel: &'static str,
     pub metadata: Value,
     pub description: Option<String>,
-    /// How the body named the campaign and the quantity, for error details.
+    /// One attendee per ticket (D17.12), in ticket order; empty when the body sent none.
+    pub attendees: Vec<Attendee>,
+    /// How the body named the campaign, the quantity and the attendees, for error details.
     pub campaign_field: &'static str,
     pub quantity_field: &'static str,
+    pub attendees_field: &'static str,
+}
+
+/// Who one ticket is for and their answers to the ticket type's `required_attendee_fields`
+/// (D17.12). Name and e-mail default to the buyer's when absent.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Attendee {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(default)]
+    pub answers: BTreeMap<String, String>,
+}
+
+/// `attendees` (Form 1) or `metadata.attendees` (Form 2): absent, or an array of exactly
+/// `quantity` objects `{full_name?, email?, answers: {<key>: <string>}}` (D17.12).
+fn attendees(check: &mut Check, field: &str, v: Option<&Value>, quantity: i64) -> Vec<Attendee> {
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return Vec::new();
+    };
+    let Some(items) = v.as_array() else {
+        check.fail(field, "must be an array of one object per ticket");
+        return Vec::new();
+    };
+    if i64::try_from(items.len()).ok() != Some(quantity) {
+        check.fail(field, format!("must have one item per ticket ({quantity})"));
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at = |k: &str| format!("{field}[{i}].{k}");
+        let Some(obj) = item.as_object() else {
+            check.fail(format!("{field}[{i}]"), "must be an object");
+            continue;
+        };
+        let mut a = Attendee::default();
+        if obj.get("answers").is_none_or(Value::is_null) {
+            check.fail(at("answers"), "is required");
+        }
+        for (k, val) in obj {
+            match (k.as_str(), val) {
+                (_, Value::Null) => {}
+                ("full_name", Value::String(s)) => a.full_name = check.take(check::text(&at(k), s, 1, 255)),
+                ("email", Value::String(s)) => a.email = check.take(check::email(&at(k), s)),
+                ("full_name" | "email", _) => check.fail(at(k), "must be a string"),
+                ("answers", Value::Object(m)) => {
+                    for (key, answer) in m {
+                        match answer.as_str() {
+                            Some(s) => {
+                                let value = check.take(check::text(&format!("{}.{key}", at(k)), s, 0, 1000));
+                                a.answers.insert(key.clone(), value.unwrap_or_default());
+                            }
+                            None => check.fail(format!("{}.{key}", at(k)), "must be a string"),
+                        }
+                    }
+                }
+                ("answers", _) => check.fail(at(k), "must be an object of strings"),
+                _ => check.fail(at(k), "unknown field"),
+            }
+        }
+        out.push(a);
+    }
+    out
+}
+
+impl Order {
+    /// Checks the attendees against the ticket type's `required_attendee_fields` (D17.12):
+    /// every `required` field answered (non-blank) for every ticket, `email` answers e-mail
+    /// addresses, no answer to a field the type does not ask. E-mail answers are normalized.
+    pub fn check_attendees(&mut self, fields: &Value) -> Result<(), DomainError> {
+        let fields: Vec<(&str, &str, bool)> = fields
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|f| {
+                        let key = f.get("key")?.as_str()?;
+                        let ty = f.get("type").and_then(Value::as_str).unwrap_or("text");
+                        Some((key, ty, f.get("required").and_then(Value::as_bool).unwrap_or(false)))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut check = Check::new();
+        let wanted = usize::try_from(self.quantity).unwrap_or(0);
+        if self.attendees.is_empty() && fields.iter().any(|f| f.2) {
+            self.attendees = vec![Attendee::default(); wanted];
+        }
+        for (i, a) in self.attendees.iter_mut().enumerate() {
+            let at = |key: &str| format!("{}[{i}].answers.{key}", self.attendees_field);
+            for key in a.answers.keys() {
+                if !fields.iter().any(|f| f.0 == key) {
+                    check.fail(at(key), "unknown field: not one of the ticket type's required_attendee_fields");
+                }
+            }
+            for &(key, ty, required) in &fields {
+                match a.answers.get_mut(key) {
+                    Some(answer) if !answer.trim().is_empty() => {
+                        if ty == "email" {
+                            if let Some(e) = check.take(check::email(&at(key), answer)) {
+                                *answer = e;
+                            }
+                        }
+                    }
+                    _ if required => check.fail(at(key), "is required"),
+                    _ => {}
+                }
+            }
+        }
+        check.finish()
+    }
 }
 
 /// A member of the body, `null` read as absent (as an `Option` field deserializes it).
@@ -260,6 +376,7 @@ pub fn parse_checkout(body: &Value) -> Result<Order, DomainError> {
         .and_then(Value::as_str)
         .and_then(|u| check.take(check::url("callbackUrl", u, false)));
     let metadata = metadata(&mut check, member(body, "metadata"));
+    let attendees = attendees(&mut check, "attendees", member(body, "attendees"), quantity);
     check.finish()?;
     Ok(Order {
         kind: TransactionType::Ticket,
@@ -275,8 +392,10 @@ pub fn parse_checkout(body: &Value) -> Result<Order, DomainError> {
         channel: "web",
         metadata,
         description: None,
+        attendees,
         campaign_field: "campaign_id",
         quantity_field: "quantity",
+        attendees_field: "attendees",
     })
 }
 
@@ -307,6 +426,7 @@ pub fn parse_routed(body: &Value) -> Result<Order, DomainError> {
     }
     let campaign_id = uuid_field(&mut check, "metadata.campaignId", campaign_id.as_deref());
     let (mut ticket_type_id, mut participant_id, mut quantity_asked, mut name) = (None, None, 1, None);
+    let mut attendees_asked = Vec::new();
     match kind {
         Some(TransactionType::Vote) => {
             let p = meta("participantId");
@@ -323,6 +443,7 @@ pub fn parse_routed(body: &Value) -> Result<Order, DomainError> {
             ticket_type_id = uuid_field(&mut check, "metadata.ticketTypeId", t.as_deref());
             quantity_asked = quantity(&mut check, "metadata.quantity", metadata.get("quantity"), Some(1));
             name = full_name(&mut check, "metadata.full_name", metadata.get("full_name"));
+            attendees_asked = attendees(&mut check, "metadata.attendees", metadata.get("attendees"), quantity_asked);
         }
         _ => {}
     }
@@ -341,8 +462,10 @@ pub fn parse_routed(body: &Value) -> Result<Order, DomainError> {
         channel: channel.unwrap_or("web"),
         metadata,
         description,
+        attendees: attendees_asked,
         campaign_field: "metadata.campaignId",
         quantity_field: "metadata.quantity",
+        attendees_field: "metadata.attendees",
     })
 }
 

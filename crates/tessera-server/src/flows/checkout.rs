@@ -4,7 +4,8 @@
 //! 2. The order is priced against the catalogue ([`price`]): the campaign approved, running and
 //!    of the right type; the ticket type active, of that campaign and within `max_per_person`;
 //!    the participant active; a stated amount exactly the price (votes: a whole multiple of the
-//!    vote price).
+//!    vote price); each ticket's attendee answers those of the type's `required_attendee_fields`
+//!    that are required, e-mail fields with addresses, no unknown keys (D17.12).
 //! 3. The account's fee rule quotes the charge (the customer or the organizer bears the fee).
 //! 4. A free purchase completes at once: seats sold, success, fulfilled, in one transaction.
 //! 5. Otherwise the pending transaction, its seat hold and its polling job are written in one
@@ -89,7 +90,7 @@ async fn check_callback(state: &AppState, account_id: &str, url: &str) -> FlowRe
 }
 
 /// Prices an order against the catalogue (D5.2–3; see the module docs).
-async fn price(state: &AppState, account: &str, o: &Order) -> FlowResult<Priced> {
+async fn price(state: &AppState, account: &str, o: &mut Order) -> FlowResult<Priced> {
     let conflict = |m: &str| FlowError::from(DomainError::Conflict(m.to_string()));
     let campaign = state.store.campaign(account, &o.campaign_id).await?;
     let wanted = match o.kind {
@@ -120,6 +121,7 @@ async fn price(state: &AppState, account: &str, o: &Order) -> FlowResult<Priced>
                 let message = format!("must be at most {} (max_per_person)", tt.max_per_person);
                 return Err(DomainError::field(o.quantity_field, message).into());
             }
+            o.check_attendees(&tt.required_attendee_fields)?;
             let price = tt.price * o.quantity;
             if o.amount.is_some_and(|a| a != price) {
                 return Err(
@@ -154,11 +156,11 @@ fn sold_out() -> StoreError {
 }
 
 /// Initializes a payment for the account (see the module docs).
-pub async fn initialize(state: &AppState, account: &str, order: Order) -> FlowResult<Initialized> {
+pub async fn initialize(state: &AppState, account: &str, mut order: Order) -> FlowResult<Initialized> {
     if let Some(url) = &order.callback_url {
         check_callback(state, account, url).await?;
     }
-    let priced = price(state, account, &order).await?;
+    let priced = price(state, account, &mut order).await?;
     let settings = payments_settings(state, account).await?;
     let quote = fee_policy(state, &settings).quote(priced.price);
     let now = now_ms();
@@ -183,6 +185,7 @@ pub async fn initialize(state: &AppState, account: &str, order: Order) -> FlowRe
         participant_id: order.participant_id,
         quantity: priced.quantity,
         metadata: order.metadata,
+        attendees: order.attendees,
         hold_expires_at: now + hold_ms,
     };
     if quote.amount == 0 {

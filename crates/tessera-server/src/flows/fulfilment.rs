@@ -15,7 +15,7 @@
 use serde_json::json;
 
 use crate::domain::ledger::kind;
-use crate::domain::payments::{next_poll_delay_ms, retry_delay_ms, TransactionType, TxStatus};
+use crate::domain::payments::{next_poll_delay_ms, retry_delay_ms, Attendee, TransactionType, TxStatus};
 use crate::domain::time::now_ms;
 use crate::providers::payments::{adapter, ProviderError, ProviderId, RemoteStatus};
 use crate::state::AppState;
@@ -229,6 +229,7 @@ pub(super) struct Purchase<'a> {
     pub amount: i64,
     pub email: &'a str,
     pub full_name: Option<&'a str>,
+    pub attendees: &'a [Attendee],
 }
 
 impl<'a> Purchase<'a> {
@@ -245,6 +246,7 @@ impl<'a> Purchase<'a> {
             amount: t.amount,
             email: &t.email,
             full_name: t.full_name.as_deref(),
+            attendees: &t.attendees,
         }
     }
 }
@@ -263,6 +265,7 @@ pub(super) async fn fulfil(conn: &mut sqlx::AnyConnection, p: &Purchase<'_>, now
                 attendee_name: p.full_name,
                 attendee_email: p.email,
                 quantity: p.quantity,
+                attendees: p.attendees,
             };
             tickets::issue(conn, &new, now).await?;
             "ticket.purchase.confirmed"

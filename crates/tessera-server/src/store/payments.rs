@@ -11,7 +11,7 @@ use sqlx::Row;
 
 use super::query::{Arg, Filter};
 use super::{Store, StoreError, StoreResult};
-use crate::domain::payments::{TransactionType, TxStatus};
+use crate::domain::payments::{Attendee, TransactionType, TxStatus};
 
 /// A stored transaction.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +36,8 @@ pub struct Transaction {
     pub participant_id: Option<String>,
     pub quantity: i64,
     pub metadata: Value,
+    /// One attendee per ticket with their answers (D17.12), kept until the tickets are issued.
+    pub attendees: Vec<Attendee>,
     pub authorization_url: Option<String>,
     pub access_code: Option<String>,
     pub reserved: i64,
@@ -50,7 +52,7 @@ pub struct Transaction {
 
 const COLUMNS: &str = "reference, account_id, transaction_type, status, amount, fees, price, currency, provider, \
     channel, email, phone, full_name, callback_url, description, campaign_id, ticket_type_id, participant_id, \
-    quantity, metadata, authorization_url, access_code, reserved, credited, fulfilled, mismatch, paid_late, \
+    quantity, metadata, attendees, authorization_url, access_code, reserved, credited, fulfilled, mismatch, paid_late, \
     hold_expires_at, paid_at, created_at";
 
 fn from_row(r: &AnyRow) -> StoreResult<Transaction> {
@@ -79,6 +81,10 @@ fn from_row(r: &AnyRow) -> StoreResult<Transaction> {
         participant_id: r.try_get("participant_id")?,
         quantity: r.try_get("quantity")?,
         metadata: serde_json::from_str(&metadata).map_err(|_| StoreError::Corrupt("transaction metadata".into()))?,
+        attendees: match r.try_get::<Option<String>, _>("attendees")? {
+            None => Vec::new(),
+            Some(a) => serde_json::from_str(&a).map_err(|_| StoreError::Corrupt("transaction attendees".into()))?,
+        },
         authorization_url: r.try_get("authorization_url")?,
         access_code: r.try_get("access_code")?,
         reserved: r.try_get("reserved")?,
@@ -114,6 +120,8 @@ pub struct NewTransaction {
     pub participant_id: Option<String>,
     pub quantity: i64,
     pub metadata: Value,
+    /// One attendee per ticket (D17.12); empty when none were sent.
+    pub attendees: Vec<Attendee>,
     pub hold_expires_at: i64,
 }
 
@@ -154,8 +162,8 @@ pub(crate) async fn insert(
         "INSERT INTO transactions (reference, account_id, transaction_type, status, amount, fees, price, currency, \
          provider, channel, email, phone, full_name, callback_url, description, campaign_id, ticket_type_id, \
          participant_id, quantity, metadata, reserved, credited, fulfilled, hold_expires_at, paid_at, created_at, \
-         updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
-         $20, $21, $22, $22, $23, $24, $25, $25)",
+         updated_at, attendees) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+         $18, $19, $20, $21, $22, $22, $23, $24, $25, $25, $26)",
     )
     .bind(&t.reference)
     .bind(&t.account_id)
@@ -182,6 +190,7 @@ pub(crate) async fn insert(
     .bind(t.hold_expires_at)
     .bind(settled.then_some(now))
     .bind(now)
+    .bind((!t.attendees.is_empty()).then(|| serde_json::to_string(&t.attendees).unwrap_or_default()))
     .execute(conn)
     .await?;
     Ok(())

@@ -5,7 +5,7 @@
 //! its audit entry in the same transaction, so under any concurrency one caller wins and every
 //! other caller reads the winner's `checkedInAt` and `checkedInBy`. Check-ins arriving together
 //! share one transaction (group commit), each answered once its own is committed.
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use sqlx::Row;
 
@@ -15,6 +15,7 @@ use super::query::Arg;
 use super::sqlite_read::Get;
 use super::{Store, StoreError, StoreResult};
 use crate::domain::campaigns::CampaignStatus;
+use crate::domain::payments::Attendee;
 use crate::domain::tickets::TicketStatus;
 
 /// A ticket as every read shows it (D16.9).
@@ -33,13 +34,15 @@ pub struct Ticket {
     pub campaign_title: String,
     pub attendee_name: Option<String>,
     pub attendee_email: String,
+    /// The attendee's answers to the ticket type's `required_attendee_fields` (D17.12).
+    pub attendee_answers: BTreeMap<String, String>,
     pub transaction_reference: String,
     pub created_at: i64,
 }
 
 pub(crate) const TICKET_COLUMNS: &str = "k.id, k.ticket_code, k.qr_token, k.status, k.checked_in, k.checked_in_at, \
     k.checked_in_by, k.ticket_type_id, tt.name AS ticket_type_name, k.campaign_id, c.title AS campaign_title, \
-    k.attendee_name, k.attendee_email, k.transaction_reference, k.created_at";
+    k.attendee_name, k.attendee_email, k.attendee_answers, k.transaction_reference, k.created_at";
 pub(crate) const TICKET_FROM: &str =
     "FROM tickets k JOIN ticket_types tt ON tt.id = k.ticket_type_id JOIN campaigns c ON c.id = k.campaign_id";
 
@@ -60,6 +63,10 @@ pub(crate) fn ticket_from_row(r: &impl Get) -> StoreResult<Ticket> {
         campaign_title: r.get("campaign_title")?,
         attendee_name: r.get("attendee_name")?,
         attendee_email: r.get("attendee_email")?,
+        attendee_answers: match r.get::<Option<String>>("attendee_answers")? {
+            None => BTreeMap::new(),
+            Some(a) => serde_json::from_str(&a).map_err(|_| StoreError::Corrupt("ticket attendee answers".into()))?,
+        },
         transaction_reference: r.get("transaction_reference")?,
         created_at: r.get("created_at")?,
     })
@@ -321,16 +328,24 @@ pub(crate) struct NewTickets<'a> {
     pub attendee_name: Option<&'a str>,
     pub attendee_email: &'a str,
     pub quantity: i64,
+    /// One attendee per ticket, in ticket order (D17.12); empty: every ticket is the buyer's.
+    pub attendees: &'a [Attendee],
 }
 
 /// Issues `quantity` valid tickets, each with its own code and QR token, in the caller's
-/// transaction.
+/// transaction. Ticket `i` carries attendee `i`'s name, e-mail (the buyer's when absent) and
+/// answers.
 pub(crate) async fn issue(conn: &mut sqlx::AnyConnection, t: &NewTickets<'_>, now: i64) -> StoreResult<()> {
-    for _ in 0..t.quantity {
+    for i in 0..usize::try_from(t.quantity).unwrap_or(0) {
+        let attendee = t.attendees.get(i);
+        let name = attendee.and_then(|a| a.full_name.as_deref()).or(t.attendee_name);
+        let email = attendee.and_then(|a| a.email.as_deref()).unwrap_or(t.attendee_email);
+        let answers =
+            attendee.filter(|a| !a.answers.is_empty()).map(|a| serde_json::to_string(&a.answers).unwrap_or_default());
         sqlx::query(
             "INSERT INTO tickets (id, account_id, campaign_id, ticket_type_id, transaction_reference, \
-             ticket_code, qr_token, status, attendee_name, attendee_email, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'valid', $8, $9, $10)",
+             ticket_code, qr_token, status, attendee_name, attendee_email, attendee_answers, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'valid', $8, $9, $10, $11)",
         )
         .bind(crate::domain::new_id())
         .bind(t.account_id)
@@ -339,8 +354,9 @@ pub(crate) async fn issue(conn: &mut sqlx::AnyConnection, t: &NewTickets<'_>, no
         .bind(t.reference)
         .bind(crate::domain::payments::new_ticket_code())
         .bind(crate::domain::payments::new_qr_token())
-        .bind(t.attendee_name)
-        .bind(t.attendee_email)
+        .bind(name)
+        .bind(email)
+        .bind(answers)
         .bind(now)
         .execute(&mut *conn)
         .await?;

@@ -6,7 +6,7 @@ use tessera_client::{Method, RawResponse};
 use crate::helpers::{assert_error, detail_fields, Backend, TestApp, TestKey};
 use crate::payments::{drain, spawn_paid_with, PayApp};
 use crate::ticket_types::send;
-use crate::tickets::{code_of, issued};
+use crate::tickets::{code_of, issued, issued_with_answers};
 
 const REQUEST: &str = "/api/white-label/v1/my-tickets/request-otp";
 const VERIFY: &str = "/api/white-label/v1/my-tickets/verify-otp";
@@ -102,6 +102,23 @@ async fn a_holder_gets_a_passcode_by_mail_and_sees_their_tickets_and_qr_codes(b:
     // The passcode works once.
     let r = post(&p, &p.account.private, VERIFY, json!({"challengeId": challenge, "code": code})).await;
     assert_error(&r, 409, "conflict");
+}
+
+async fn the_list_shows_each_tickets_attendee_answers(b: Backend) {
+    let p = spawn_mailing(b).await;
+    let (c, tickets) = issued_with_answers(&p).await;
+    let token = sign_in(&p, &c).await;
+    let r = post(&p, &p.account.private, LIST, json!({"sessionToken": token})).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    // The buyer holds the first ticket; the second is its own attendee's (kofi@example.com).
+    let list = r.json()["data"].as_array().expect("array").clone();
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["ticketCode"], tickets[0]["ticketCode"]);
+    assert_eq!(
+        list[0]["attendee"]["answers"],
+        json!({"company": "Acme", "work_email": "ama@acme.example", "diet": "vegan"}),
+        "{list:?}"
+    );
 }
 
 async fn an_address_without_tickets_gets_the_same_answer_and_no_mail(b: Backend) {
@@ -288,6 +305,7 @@ async fn the_sdk_runs_my_tickets_check_in_and_notifications(b: Backend) {
 }
 
 on_both!(
+    the_list_shows_each_tickets_attendee_answers,
     the_sdk_runs_my_tickets_check_in_and_notifications,
     a_holder_gets_a_passcode_by_mail_and_sees_their_tickets_and_qr_codes,
     an_address_without_tickets_gets_the_same_answer_and_no_mail,

@@ -98,6 +98,54 @@ pub(crate) async fn ticket_type(app: &TestApp, key: &TestKey, campaign: &str, pr
     b["data"]["id"].as_str().expect("id").to_string()
 }
 
+/// A ticket type of `campaign` at `price` GHS (10 seats) asking each attendee's company
+/// (required), work e-mail (required, an address) and diet (optional) (D17.12).
+pub(crate) async fn answered_ticket_type(app: &TestApp, key: &TestKey, campaign: &str, price: f64) -> String {
+    let body = json!({"campaignId": campaign, "name": "Conference", "price": price, "quantity_available": 10,
+    "max_per_person": 10, "required_attendee_fields": [
+        {"key": "company", "label": "Company", "type": "text", "required": true},
+        {"key": "work_email", "label": "Work e-mail", "type": "email", "required": true},
+        {"key": "diet", "label": "Diet", "type": "text", "required": false},
+    ]});
+    let (s, b) = app.signed_as(key, Method::POST, "/api/white-label/v1/ticket-types", Some(body)).await;
+    assert_eq!(s, 201, "{b}");
+    b["data"]["id"].as_str().expect("id").to_string()
+}
+
+/// Two attendees for an [`answered_ticket_type`]: the first is the buyer, the second has their
+/// own name and e-mail.
+pub(crate) fn two_attendees() -> Value {
+    json!([
+        {"answers": {"company": "Acme", "work_email": "ama@ACME.example", "diet": "vegan"}},
+        {"full_name": "Kofi Boateng", "email": "kofi@example.com",
+         "answers": {"company": "Beta Ltd", "work_email": "kofi@beta.example"}},
+    ])
+}
+
+/// The tickets of a purchase with [`two_attendees`] show each attendee and their answers.
+pub(crate) fn assert_two_attendees(tickets: &Value) {
+    let tickets = tickets.as_array().expect("tickets");
+    assert_eq!(tickets.len(), 2, "{tickets:?}");
+    assert_eq!(
+        tickets[0]["attendee"],
+        json!({"full_name": "Ama Mensah", "email": "buyer@example.com",
+               "answers": {"company": "Acme", "work_email": "ama@acme.example", "diet": "vegan"}})
+    );
+    assert_eq!(
+        tickets[1]["attendee"],
+        json!({"full_name": "Kofi Boateng", "email": "kofi@example.com",
+               "answers": {"company": "Beta Ltd", "work_email": "kofi@beta.example"}})
+    );
+}
+
+/// A Form 2 ticket body for `quantity` tickets at 10 GHS with `metadata.attendees`.
+fn routed_ticket_body(app: &TestApp, campaign: &str, ticket: &str, quantity: i64, attendees: Value) -> Value {
+    json!({"transactionType": "ticket", "amount": 10 * quantity, "email": "buyer@example.com",
+           "phoneNumber": "0241234567", "callbackUrl": format!("https://{}/thanks", app.account.domain),
+           "metadata": {"campaignId": campaign, "ticketTypeId": ticket, "quantity": quantity,
+                        "full_name": "Ama Mensah", "attendees": attendees}})
+}
+
 pub(crate) async fn participant(app: &TestApp, key: &TestKey, campaign: &str) -> String {
     let body = json!({"campaignId": campaign, "name": "Nominee One"});
     let (s, b) = app.signed_as(key, Method::POST, "/api/white-label/v1/participants", Some(body)).await;
@@ -467,6 +515,144 @@ async fn each_initialization_rule_is_a_400_naming_its_field(b: Backend) {
     let r = send(&p, &p.account.private, Method::POST, INITIALIZE, Some(json!([1]))).await;
     assert_error(&r, 400, "malformed_json");
     assert_eq!(remaining(&p, &t).await, 10, "nothing was reserved by a refused request");
+}
+
+async fn attendee_answers_are_kept_per_ticket_in_both_forms(b: Backend) {
+    let p = spawn_paid(b).await;
+    let c = running_campaign(&p, &p.account.private, "ticketing").await;
+    // Form 1, free: issued at once with each attendee's answers.
+    let free = answered_ticket_type(&p, &p.account.private, &c, 0.0).await;
+    let mut body = checkout_body(&p, &c, &free, 2);
+    body["attendees"] = two_attendees();
+    let r = initialize(&p, body).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let data = r.json()["data"].clone();
+    assert_eq!(data["status"], "success", "{data}");
+    assert_two_attendees(&data["tickets"]);
+    assert_two_attendees(&payment(&p, data["reference"].as_str().expect("reference")).await["tickets"]);
+    // Form 2, paid: the pending transaction carries the attendees until settlement.
+    let paid = answered_ticket_type(&p, &p.account.private, &c, 10.0).await;
+    let r = initialize(&p, routed_ticket_body(&p, &c, &paid, 2, two_attendees())).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let reference = r.json()["data"]["reference"].as_str().expect("reference").to_string();
+    assert_eq!(payment(&p, &reference).await["tickets"], json!([]));
+    sandbox_settle(&p, &reference, "succeed", json!({})).await;
+    drain(&p).await;
+    let shown = payment(&p, &reference).await;
+    assert_eq!(shown["status"], "success", "{shown}");
+    assert_two_attendees(&shown["tickets"]);
+    // Optional answers may be left out; a type that asks nothing shows empty answers.
+    let mut body = checkout_body(&p, &c, &free, 1);
+    body["attendees"] = json!([{"answers": {"company": "Acme", "work_email": "a@acme.example"}}]);
+    let r = initialize(&p, body).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    assert_eq!(
+        r.json()["data"]["tickets"][0]["attendee"]["answers"],
+        json!({"company": "Acme", "work_email": "a@acme.example"})
+    );
+    let plain = ticket_type(&p, &p.account.private, &c, 0.0, 5).await;
+    let data = buy(&p, &c, &plain, 1).await;
+    assert_eq!(data["tickets"][0]["attendee"]["answers"], json!({}), "{data}");
+    assert_ledger_clean(&p);
+}
+
+async fn each_bad_attendee_input_is_a_400_naming_its_field_and_writes_nothing(b: Backend) {
+    let p = spawn_paid(b).await;
+    let c = running_campaign(&p, &p.account.private, "ticketing").await;
+    let t = answered_ticket_type(&p, &p.account.private, &c, 10.0).await;
+    let free = answered_ticket_type(&p, &p.account.private, &c, 0.0).await;
+    let ok = |company: &str| json!({"answers": {"company": company, "work_email": "a@b.example"}});
+    let form1 = |ticket: &str, attendees: Value| {
+        let mut body = checkout_body(&p, &c, ticket, 2);
+        if !attendees.is_null() {
+            body["attendees"] = attendees;
+        }
+        body
+    };
+    let a0 = "attendees[0].answers";
+    let cases: Vec<(Value, Vec<String>)> = vec![
+        // No attendees, yet the type requires answers: every ticket's required field is named.
+        (
+            form1(&t, Value::Null),
+            vec![
+                format!("{a0}.company"),
+                format!("{a0}.work_email"),
+                "attendees[1].answers.company".into(),
+                "attendees[1].answers.work_email".into(),
+            ],
+        ),
+        (
+            form1(&free, json!([ok("A"), {"answers": {"work_email": "k@b.example"}}])),
+            vec!["attendees[1].answers.company".into()],
+        ),
+        (form1(&t, json!([ok("  "), ok("B")])), vec![format!("{a0}.company")]),
+        (
+            form1(&t, json!([{"answers": {"company": "A", "work_email": "nope"}}, ok("B")])),
+            vec![format!("{a0}.work_email")],
+        ),
+        (
+            form1(&t, json!([{"answers": {"company": "A", "work_email": "a@b.example", "shoe_size": "42"}}, ok("B")])),
+            vec![format!("{a0}.shoe_size")],
+        ),
+        (
+            form1(&t, json!([{"answers": {"company": 5, "work_email": "a@b.example"}}, ok("B")])),
+            vec![format!("{a0}.company")],
+        ),
+        (form1(&t, json!([{"answers": "Acme"}, ok("B")])), vec![a0.to_string()]),
+        (form1(&t, json!([{"full_name": "No Answers"}, ok("B")])), vec![a0.to_string()]),
+        (form1(&t, json!([1, ok("B")])), vec!["attendees[0]".into()]),
+        (
+            form1(&t, json!([{"answers": {"company": "A", "work_email": "a@b.example"}, "phone": "1"}, ok("B")])),
+            vec!["attendees[0].phone".into()],
+        ),
+        (
+            form1(&t, json!([{"answers": {"company": "A", "work_email": "a@b.example"}, "email": "nope"}, ok("B")])),
+            vec!["attendees[0].email".into()],
+        ),
+        (
+            form1(&t, json!([{"answers": {"company": "A", "work_email": "a@b.example"}, "full_name": 7}, ok("B")])),
+            vec!["attendees[0].full_name".into()],
+        ),
+        (form1(&t, json!({"0": ok("A")})), vec!["attendees".into()]),
+        (form1(&t, json!([ok("A")])), vec!["attendees".into()]),
+        (form1(&t, json!([ok("A"), ok("B"), ok("C")])), vec!["attendees".into()]),
+        // Form 2 names the fields as its body does.
+        (
+            routed_ticket_body(&p, &c, &t, 2, json!([ok("A"), {"answers": {"work_email": "k@b.example"}}])),
+            vec!["metadata.attendees[1].answers.company".into()],
+        ),
+        (
+            routed_ticket_body(&p, &c, &t, 2, json!([{"answers": {"company": "A", "work_email": "x"}}, ok("B")])),
+            vec!["metadata.attendees[0].answers.work_email".into()],
+        ),
+        (
+            routed_ticket_body(
+                &p,
+                &c,
+                &t,
+                2,
+                json!([{"answers": {"company": "A", "work_email": "a@b.example", "x": "1"}}, ok("B")]),
+            ),
+            vec!["metadata.attendees[0].answers.x".into()],
+        ),
+        (routed_ticket_body(&p, &c, &t, 2, json!([ok("A")])), vec!["metadata.attendees".into()]),
+        (routed_ticket_body(&p, &c, &t, 2, json!("A")), vec!["metadata.attendees".into()]),
+    ];
+    for (body, mut want) in cases {
+        let r = initialize(&p, body.clone()).await;
+        assert_error(&r, 400, "validation_failed");
+        let mut got = detail_fields(&r.json());
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "body {body}: {}", r.json());
+    }
+    // Nothing was written: no transaction, no hold, no ticket.
+    assert_eq!(remaining(&p, &t).await, 10);
+    assert_eq!(remaining(&p, &free).await, 10);
+    let (s, list) = p.signed(Method::GET, PAYMENTS, None).await;
+    assert_eq!(s, 200, "{list}");
+    assert_eq!(list["pagination"]["total"], 0, "{list}");
+    assert!(p.sandbox.webhooks().is_empty());
 }
 
 async fn campaigns_that_are_not_open_refuse_payments(b: Backend) {
@@ -845,6 +1031,8 @@ on_both!(
     a_form_2_ticket_must_pay_exactly_quantity_times_price,
     free_tickets_are_issued_at_once_without_a_provider,
     each_initialization_rule_is_a_400_naming_its_field,
+    attendee_answers_are_kept_per_ticket_in_both_forms,
+    each_bad_attendee_input_is_a_400_naming_its_field_and_writes_nothing,
     campaigns_that_are_not_open_refuse_payments,
     payments_need_the_payments_scope_and_stay_in_their_account,
     the_payment_list_filters_and_pages,

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
 use crate::helpers::{assert_error, detail_fields, raw, Backend, TestAccount, TestApp, TestKey};
-use crate::payments::{running_campaign, spawn_paid, ticket_type, PayApp};
+use crate::payments::{answered_ticket_type, running_campaign, spawn_paid, ticket_type, two_attendees, PayApp};
 use crate::ticket_types::send;
 
 pub(crate) const VERIFY: &str = "/api/white-label/v1/tickets/verify";
@@ -19,6 +19,21 @@ pub(crate) async fn issued(app: &TestApp, account: &TestAccount, n: i64) -> (Str
         "campaign_id": c, "ticket_id": t, "email": "buyer@example.com", "quantity": n,
         "full_name": "Ama Mensah", "callbackUrl": format!("https://{}/thanks", account.domain),
     });
+    let r = send(app, key, Method::POST, crate::payments::INITIALIZE, Some(body)).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let data = r.json()["data"].clone();
+    assert_eq!(data["status"], "success", "{data}");
+    (c, data["tickets"].as_array().expect("tickets").clone())
+}
+
+/// Two free tickets of a type asking attendee fields, bought by buyer@example.com with
+/// `two_attendees` (the second is kofi@example.com's) (D17.12).
+pub(crate) async fn issued_with_answers(app: &TestApp) -> (String, Vec<Value>) {
+    let key = &app.account.private;
+    let c = running_campaign(app, key, "ticketing").await;
+    let t = answered_ticket_type(app, key, &c, 0.0).await;
+    let mut body = crate::payments::checkout_body(app, &c, &t, 2);
+    body["attendees"] = two_attendees();
     let r = send(app, key, Method::POST, crate::payments::INITIALIZE, Some(body)).await;
     assert_eq!(r.status, 200, "{}", r.json());
     let data = r.json()["data"].clone();
@@ -141,6 +156,38 @@ async fn form_1_with_a_domain_key_answers_status_and_checked_in_only(b: Backend)
         .await
         .expect("preflight");
     assert!(pre.status().is_success(), "preflight {}", pre.status());
+}
+
+async fn the_signed_view_shows_attendee_answers_and_the_domain_key_view_never_does(b: Backend) {
+    let p = spawn_paid(b).await;
+    let (_, tickets) = issued_with_answers(&p).await;
+    let answers = json!({"company": "Beta Ltd", "work_email": "kofi@beta.example"});
+    let code = code_of(&tickets[1]);
+    let r = verify(&p, &p.account.private, json!({"ticketCode": code})).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let d = r.json()["data"].clone();
+    assert_eq!(d["result"], "valid", "{d}");
+    assert_eq!(d["attendee"]["answers"], answers, "{d}");
+    assert_eq!(d["attendee"]["email"], "kofi@example.com");
+    assert_eq!(d["attendee"]["full_name"], "Kofi Boateng");
+    // The check-in answer shows them too.
+    let r = verify(&p, &p.account.private, json!({"ticketCode": code, "autoVerify": true})).await;
+    assert_eq!(r.json()["data"]["result"], "checked_in", "{}", r.json());
+    assert_eq!(r.json()["data"]["attendee"]["answers"], answers);
+    let r = verify(&p, &p.account.private, json!({"ticketCode": code, "autoVerify": true})).await;
+    assert_eq!(r.json()["data"]["result"], "already_checked_in", "{}", r.json());
+    assert_eq!(r.json()["data"]["attendee"]["answers"], answers);
+    // The domain-key view never shows them (nor anything else of the holder).
+    for t in &tickets {
+        let r = verify_form1(&p, &p.account.public, json!({"ticketCode": code_of(t)})).await;
+        assert_eq!(r.status, 200, "{}", r.json());
+        let d = r.json()["data"].clone();
+        let mut keys: Vec<&String> = d.as_object().expect("object").keys().collect();
+        keys.sort();
+        assert_eq!(keys, vec!["checkedIn", "status"], "{d}");
+        let text = r.json().to_string();
+        assert!(!text.contains("Beta Ltd") && !text.contains("Acme"), "{text}");
+    }
 }
 
 async fn unknown_tickets_and_other_accounts_tickets_are_404(b: Backend) {
@@ -296,6 +343,7 @@ async fn concurrent_check_ins_of_many_tickets_each_win_once_with_their_own_agent
 }
 
 on_both!(
+    the_signed_view_shows_attendee_answers_and_the_domain_key_view_never_does,
     concurrent_check_ins_of_many_tickets_each_win_once_with_their_own_agent,
     a_signed_auto_verify_checks_in_once_then_answers_already_checked_in,
     without_auto_verify_a_ticket_is_read_by_code_or_qr_token_and_not_checked_in,

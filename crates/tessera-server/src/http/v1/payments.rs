@@ -44,6 +44,25 @@ pub struct CheckoutIn {
     /// Free-form integration data (≤ 16 KiB).
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
+    /// One attendee per ticket (exactly `quantity` items), answering the ticket type's
+    /// `required_attendee_fields` (D17.12).
+    #[schema(value_type = Option<Vec<AttendeeIn>>)]
+    pub attendees: Option<Value>,
+}
+
+/// Who one ticket is for (D17.12): name and e-mail default to the buyer's.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct AttendeeIn {
+    /// Printed on this ticket (1–255 characters); default the buyer's `full_name`.
+    pub full_name: Option<String>,
+    /// This ticket's holder (my-tickets); default the buyer's e-mail.
+    #[schema(format = Email)]
+    pub email: Option<String>,
+    /// `{<field key>: <string>}`: every `required: true` field of the ticket type answered,
+    /// `type: email` fields with an e-mail address, no other keys.
+    pub answers: std::collections::BTreeMap<String, String>,
 }
 
 /// Form 2 of `POST /payments/initialize`: a routed payment for a vote, a donation or tickets.
@@ -66,7 +85,8 @@ pub struct RoutedIn {
     /// `web` (default), `ussd`, `telegram`, `whatsapp`, `withdrawal`: picks the provider.
     pub channel: Option<String>,
     /// vote: `campaignId`, `participantId`; donation: `campaignId`; ticket: `campaignId`,
-    /// `ticketTypeId`, `quantity` (default 1), `full_name`. Other keys are kept.
+    /// `ticketTypeId`, `quantity` (default 1), `full_name`, `attendees` (as Form 1's
+    /// `attendees`, D17.12). Other keys are kept.
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
     /// Up to 500 characters.

@@ -36,6 +36,9 @@ pub struct IdTitle {
 pub struct Attendee {
     pub full_name: Option<String>,
     pub email: String,
+    /// The attendee's answers to the ticket type's `required_attendee_fields`, by field key
+    /// (D17.12); empty when the type asks none.
+    pub answers: std::collections::BTreeMap<String, String>,
 }
 
 /// A view of a ticket: the view's own leading fields, then what every view shows of the
@@ -79,7 +82,7 @@ impl From<Ticket> for TicketOut {
             checked_in_by: t.checked_in_by,
             ticket_type: IdName { id: t.ticket_type_id, name: t.ticket_type_name },
             campaign: IdTitle { id: t.campaign_id, title: t.campaign_title },
-            attendee: Attendee { full_name: t.attendee_name, email: t.attendee_email },
+            attendee: Attendee { full_name: t.attendee_name, email: t.attendee_email, answers: t.attendee_answers },
         }
     }
 }
