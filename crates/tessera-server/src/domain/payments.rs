@@ -279,14 +279,13 @@ impl Order {
             }
             for &(key, ty, required) in &fields {
                 match a.answers.get_mut(key) {
-                    Some(answer) if !answer.trim().is_empty() => {
-                        if ty == "email" {
-                            if let Some(e) = check.take(check::email(&at(key), answer)) {
-                                *answer = e;
-                            }
+                    Some(answer) if answer.trim().is_empty() && required => check.fail(at(key), "is required"),
+                    Some(answer) if ty == "email" && !answer.trim().is_empty() => {
+                        if let Some(e) = check.take(check::email(&at(key), answer)) {
+                            *answer = e;
                         }
                     }
-                    _ if required => check.fail(at(key), "is required"),
+                    None if required => check.fail(at(key), "is required"),
                     _ => {}
                 }
             }
@@ -552,6 +551,31 @@ mod tests {
         assert_eq!(normalize_ticket_code("abcd efgh-oilx"), "ABCD-EFGH-011X");
         assert!(new_reference().starts_with("tsr_"));
         assert_ne!(new_qr_token(), new_qr_token());
+    }
+
+    #[test]
+    fn attendees_answer_the_ticket_types_fields() {
+        let body = serde_json::json!({
+            "campaign_id": "0190a4c4-0000-7000-8000-000000000001", "ticket_id": "0190a4c4-0000-7000-8000-000000000002",
+            "email": "a@b.co", "quantity": 2,
+            "attendees": [{"answers": {"org": "Acme", "mail": "x@Y.example"}}, {"email": "k@b.co", "answers": {}}],
+        });
+        let fields = serde_json::json!([
+            {"key": "org", "label": "Org", "type": "text", "required": true},
+            {"key": "mail", "label": "Mail", "type": "email", "required": false},
+        ]);
+        let mut o = parse_checkout(&body).expect("shape");
+        let Err(DomainError::Validation(errors)) = o.check_attendees(&fields) else { panic!("a missing answer") };
+        let named: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(named, vec!["attendees[1].answers.org"]);
+        let mut body = body;
+        body["attendees"][1]["answers"]["org"] = "Beta".into();
+        let mut o = parse_checkout(&body).expect("shape");
+        o.check_attendees(&fields).expect("answered");
+        assert_eq!(o.attendees[0].answers["mail"], "x@y.example");
+        assert_eq!(o.attendees[1].email.as_deref(), Some("k@b.co"));
+        body["attendees"] = serde_json::json!([{"answers": {"org": 1}}]);
+        assert!(parse_checkout(&body).is_err(), "one item for two tickets, an answer not a string");
     }
 
     #[test]
