@@ -119,6 +119,49 @@ impl ApiError {
     pub fn payload_too_large(limit: usize) -> Self {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("the body is larger than {limit} bytes"))
     }
+    /// 415 (D17.11): a signed request with a body that is not declared `application/json`.
+    pub fn unsupported_media_type() -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "a request with a body must send content-type: application/json",
+        )
+        .with_detail("content-type", "must be application/json (a charset parameter is allowed)")
+    }
+    /// 414 (D17.44).
+    pub fn uri_too_long(limit: usize) -> Self {
+        Self::new(StatusCode::URI_TOO_LONG, "uri_too_long", format!("the request target is longer than {limit} bytes"))
+    }
+    /// 431 (D17.44).
+    pub fn headers_too_large(max_fields: usize, max_bytes: usize) -> Self {
+        Self::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "headers_too_large",
+            format!("at most {max_fields} header fields and {max_bytes} bytes of them"),
+        )
+    }
+    /// 400 for a request whose head could not be read (request line, a header's syntax, its
+    /// `Content-Length` or `Transfer-Encoding` framing).
+    pub fn malformed_request() -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "validation_failed",
+            "the request is malformed: its request line or header framing (Content-Length, Transfer-Encoding) \
+             could not be read",
+        )
+    }
+    /// 413 when a body outgrew the limit; 400 `malformed_json` when it could not be read whole
+    /// (the client cut it short or sent broken chunked framing), which is not a size problem.
+    pub fn body_unreadable(e: axum::Error, max_body_bytes: usize) -> Self {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(s) = source {
+            if s.is::<http_body_util::LengthLimitError>() {
+                return Self::payload_too_large(max_body_bytes);
+            }
+            source = s.source();
+        }
+        Self::malformed_json("the request body could not be read whole (cut short, or broken chunked framing)")
+    }
     pub fn method_not_allowed() -> Self {
         Self::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
     }
@@ -159,10 +202,10 @@ pub fn rate_limit_headers(info: LimitInfo) -> Vec<(HeaderName, HeaderValue)> {
     ]
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        // The documented `ErrorEnvelope`, written from borrowed parts into one buffer (no copy of
-        // the code, message or request id): refusals are the hot path of a flood.
+impl ApiError {
+    /// The documented `ErrorEnvelope` with this request id, written from borrowed parts into one
+    /// buffer (no copy of the code, message or request id): refusals are the hot path of a flood.
+    pub fn envelope_bytes(&self, request_id: &str) -> serde_json::Result<Vec<u8>> {
         #[derive(Serialize)]
         #[serde(rename_all = "camelCase")]
         struct Body<'a> {
@@ -173,12 +216,15 @@ impl IntoResponse for ApiError {
             #[serde(skip_serializing_if = "<[Detail]>::is_empty")]
             details: &'a [Detail],
         }
-        let write = |request_id: &str| {
-            let mut buf = Vec::with_capacity(96 + self.message.len() + request_id.len());
-            let body =
-                Body { success: false, error: &self.message, code: self.code, request_id, details: &self.details };
-            serde_json::to_writer(&mut buf, &body).map(|_| buf)
-        };
+        let mut buf = Vec::with_capacity(96 + self.message.len() + request_id.len());
+        let body = Body { success: false, error: &self.message, code: self.code, request_id, details: &self.details };
+        serde_json::to_writer(&mut buf, &body).map(|_| buf)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let write = |request_id: &str| self.envelope_bytes(request_id);
         let bytes = match super::envelope::REQUEST_ID.try_with(|id| write(id)).unwrap_or_else(|_| write("-")) {
             Ok(b) => b,
             Err(_) => return (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response(),

@@ -100,6 +100,8 @@ error_responses! {
                 field by its path (`title`, `metadata.note`, `ticketTypes[0].price`), unknown fields and \
                 text containing U+0000 included (D1.3–D1.4).",
         413 => "`payload_too_large`: the body is over the configured limit (1 MiB by default).",
+        415 => "`unsupported_media_type`: a signed request with a body must send `content-type: application/json` \
+                (a charset parameter is allowed); requests without a body may omit it (D17.11).",
     }
 
     /// 400 of a route that reads query parameters.

@@ -13,6 +13,9 @@
 //! - **Graceful stop**: when `shutdown` resolves the listener is closed, every connection is told
 //!   to finish what it is reading or handling and close, and the loop returns once all have.
 //!
+//! - **Refusals hyper writes itself** (a head it cannot read: 400, 414, 431) are replaced on the
+//!   way out by the JSON error envelope with a request id (D17.44, see `refusal`).
+//!
 //! Slow-client protection is proved by `tests/api/hardening.rs`
 //! (`slow_clients_cannot_starve_a_well_behaved_one`).
 use std::future::Future;
@@ -20,7 +23,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
@@ -126,10 +129,84 @@ impl Activity {
     }
 }
 
-/// A socket that records when it last read or wrote a byte.
+/// A socket that records when it last read or wrote a byte, and that puts hyper's own refusals
+/// of unreadable requests into the error envelope (see [`refusal`]).
 struct Tracked {
     inner: TcpStream,
     activity: Arc<Activity>,
+    /// The envelope answer replacing hyper's bare one, and how much of it is written. Once set,
+    /// hyper's writes are taken and dropped: it closes the connection after its refusal.
+    replaced: Option<(Vec<u8>, usize)>,
+}
+
+impl Tracked {
+    /// Writes the rest of the replacement answer.
+    fn poll_replaced(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let Some((bytes, done)) = self.replaced.as_mut() else { return Poll::Ready(Ok(())) };
+        while *done < bytes.len() {
+            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &bytes[*done..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+            }
+            *done += n;
+            self.activity.touch();
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Hyper's write of `first` then `len` bytes in all: taken over (`Some(len)`, reported as
+    /// written) when a replacement is under way or `first` is hyper's bare refusal.
+    fn take_over(&mut self, cx: &mut Context<'_>, first: &[u8], len: usize) -> Option<Poll<std::io::Result<usize>>> {
+        if self.replaced.is_none() {
+            self.replaced = Some((refusal(first)?, 0));
+        }
+        Some(self.poll_replaced(cx).map_ok(|()| len))
+    }
+}
+
+/// Hyper answers a request it cannot read before the application sees it: a request target over
+/// 64 KiB (414), a head over its buffer or with too many fields (431), a broken request line or
+/// header, a malformed `Content-Length` or `Transfer-Encoding` (400). Its answer is a bare head
+/// (`content-length: 0`, no `x-request-id`, which every application answer carries). This
+/// returns the envelope answer that replaces such a head (D17.44, D1.1): same status, the JSON
+/// error envelope, a fresh request id in the body and the `x-request-id` header.
+fn refusal(head: &[u8]) -> Option<Vec<u8>> {
+    use crate::http::error::ApiError;
+    use crate::http::middleware::request_id as rid;
+    let text = std::str::from_utf8(head).ok()?;
+    let status_line = text.strip_prefix("HTTP/1.1 ").or_else(|| text.strip_prefix("HTTP/1.0 "))?;
+    let error = match status_line.get(..4)? {
+        "400 " => ApiError::malformed_request(),
+        "414 " => ApiError::uri_too_long(rid::MAX_TARGET_BYTES),
+        "431 " => ApiError::headers_too_large(rid::MAX_HEADERS, rid::MAX_HEADER_BYTES),
+        _ => return None,
+    };
+    let head = text.strip_suffix("\r\n\r\n")?;
+    let lower = head.to_ascii_lowercase();
+    if lower.contains("\r\nx-request-id:") || lower.contains("\r\ncontent-type:") || head.contains("\r\n\r\n") {
+        return None;
+    }
+    let id = rid::new_id();
+    let body = error.envelope_bytes(&id).ok()?;
+    let mut out = Vec::with_capacity(head.len() + body.len() + 160);
+    // Hyper's status line and `date`; the framing fields are ours.
+    let ours = |l: &str| {
+        let l = l.to_ascii_lowercase();
+        l.starts_with("content-length:") || l.starts_with("connection:")
+    };
+    for line in head.split("\r\n").filter(|l| !ours(l)) {
+        out.extend_from_slice(line.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    let fields = format!(
+        "content-type: application/json\r\ncontent-length: {}\r\n{}: {id}\r\nconnection: close\r\n\r\n",
+        body.len(),
+        rid::HEADER
+    );
+    out.extend_from_slice(fields.as_bytes());
+    out.extend_from_slice(&body);
+    tracing::info!(status = error.status.as_u16(), code = error.code, request_id = %id, "refused an unreadable request");
+    Some(out)
 }
 
 impl AsyncRead for Tracked {
@@ -147,6 +224,9 @@ impl AsyncRead for Tracked {
 impl AsyncWrite for Tracked {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
+        if let Some(r) = this.take_over(cx, data, data.len()) {
+            return r;
+        }
         let r = Pin::new(&mut this.inner).poll_write(cx, data);
         if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
             this.activity.touch();
@@ -159,6 +239,10 @@ impl AsyncWrite for Tracked {
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
+        let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &b[..]);
+        if let Some(r) = this.take_over(cx, first, bufs.iter().map(|b| b.len()).sum()) {
+            return r;
+        }
         let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
         if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
             this.activity.touch();
@@ -169,10 +253,14 @@ impl AsyncWrite for Tracked {
         self.inner.is_write_vectored()
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        let this = self.get_mut();
+        ready!(this.poll_replaced(cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        let this = self.get_mut();
+        ready!(this.poll_replaced(cx))?;
+        Pin::new(&mut this.inner).poll_shutdown(cx)
     }
 }
 
@@ -202,7 +290,7 @@ async fn connection(
 ) {
     let _ = stream.set_nodelay(true);
     let activity = Arc::new(Activity { opened: Instant::now(), last_ms: AtomicU64::new(0) });
-    let io = TokioIo::new(Tracked { inner: stream, activity: activity.clone() });
+    let io = TokioIo::new(Tracked { inner: stream, activity: activity.clone(), replaced: None });
     let in_flight = Arc::new(AtomicUsize::new(0));
     let counter = in_flight.clone();
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
@@ -220,8 +308,9 @@ async fn connection(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
         .keep_alive(true)
-        // Past hyper's own limits it answers 431 itself, without the envelope; the request-id
-        // middleware refuses smaller excesses (more than 100 headers, 32 KiB of them) first.
+        // Past hyper's own limits it answers 414 or 431 itself (and 400 to a head it cannot
+        // read), which `Tracked` puts into the envelope; the request-id middleware refuses
+        // smaller excesses (a target over 8 KiB, more than 100 headers, 32 KiB of them) first.
         .max_headers(crate::http::middleware::request_id::MAX_HEADERS * 4);
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);

@@ -33,7 +33,8 @@ pub struct WebhookAck {
     post, path = "/api/white-label/webhooks/{provider}", tag = "webhooks", operation_id = "webhooks_receive",
     params(("provider" = String, Path, description = "provider_a, provider_b or provider_c")),
     request_body(content = Object, description = "The provider's event, `{event, data: {id, reference, status, amount, currency, …}}`, \
-        signed over the raw bytes: provider_a `x-provider_a-signature` = hex HMAC-SHA512, provider_b `x-provider_b-signature` and \
+        signed over the raw bytes: provider_a `x-provider_a-signature` \
+        (or Paystack's own `x-paystack-signature`, D17.9) = hex HMAC-SHA512, provider_b `x-provider_b-signature` and \
         provider_c `x-provider_c-signature` = hex HMAC-SHA256, with the provider secret key.",
         example = json!({"event": "charge.success", "data": {"id": "ch_1", "reference": "tsr_…", "status": "success", "amount": 5000, "currency": "GHS"}})),
     responses((status = 200, description = "Stored for reconciliation (or already stored)", body = WebhookAck), WebhookErrors)
@@ -49,10 +50,15 @@ pub async fn receive(
         return Err(ApiError::field("provider", format!("unsupported provider; one of {names}")));
     };
     let count = |outcome: &'static str| metrics::webhook_received(id.as_str(), outcome);
-    let signature = req.headers().get(id.signature_header()).and_then(|v| v.to_str().ok()).map(str::to_string);
-    let body = axum::body::to_bytes(req.into_body(), state.config.max_body_bytes)
-        .await
-        .map_err(|_| ApiError::payload_too_large(state.config.max_body_bytes))?;
+    // D17.9: the first of the provider's signature headers present (provider_a also takes Paystack's own).
+    let signature = id
+        .signature_headers()
+        .iter()
+        .find_map(|h| req.headers().get(*h))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let max = state.config.max_body_bytes;
+    let body = axum::body::to_bytes(req.into_body(), max).await.map_err(|e| ApiError::body_unreadable(e, max))?;
     let Some(signature) = signature else {
         count("missing_signature");
         return Err(ApiError::missing_auth("the provider signature header is missing")

@@ -790,7 +790,39 @@ async fn one_client_gives_identical_requests_distinct_signatures(b: Backend) {
     assert_eq!(sigs.len(), 200);
 }
 
+/// D17.11: a body on a signed route is declared `application/json` (a charset allowed, any
+/// letter case), else 415 before anything is read or written; a request without a body may
+/// omit the content type.
+async fn a_signed_body_without_a_json_content_type_is_415(b: Backend) {
+    let app = spawn(b).await;
+    let key = &app.account.private;
+    let path = "/api/white-label/v1/settings/branding";
+    let body = br#"{"config": {}}"#.to_vec();
+    let patch = |ct: Option<&'static str>| {
+        let mut h = signed_headers(key, &Method::PATCH, path, &body, now_ms(), &nonce());
+        h.remove("content-type");
+        if let Some(ct) = ct {
+            h.insert("content-type", ct.parse().expect("value"));
+        }
+        send(&app, Method::PATCH, path, h, body.clone())
+    };
+    for ct in [None, Some("text/plain"), Some("application/x-www-form-urlencoded"), Some("application/jsonx")] {
+        let r = patch(ct).await;
+        let e = assert_error(&r, 415, "unsupported_media_type");
+        assert_eq!(detail_fields(&e), ["content-type"], "{ct:?}: {e}");
+    }
+    for ct in ["application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8"] {
+        let r = patch(Some(ct)).await;
+        assert_eq!(r.status, 200, "{ct}: {}", r.json());
+    }
+    // Bodiless signed requests need no content type.
+    let mut h = signed_headers(key, &Method::GET, CONTEXT, b"", now_ms(), &nonce());
+    h.remove("content-type");
+    assert_ok(&send(&app, Method::GET, CONTEXT, h, Vec::new()).await);
+}
+
 on_both!(
+    a_signed_body_without_a_json_content_type_is_415,
     one_client_gives_identical_requests_distinct_signatures,
     each_missing_signed_header_is_401_missing_auth_naming_that_header,
     a_wrong_signature_is_401_invalid_signature,

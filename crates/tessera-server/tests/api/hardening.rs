@@ -20,6 +20,7 @@ on_both!(
     a_secret_of_eight_characters_or_fewer_is_masked_without_any_of_its_characters,
     client_keys_beginning_with_a_dollar_sign_are_refused_with_400,
     a_body_cut_short_by_the_client_is_answered_400_not_413,
+    broken_chunked_framing_is_400_in_the_envelope,
     an_invalid_utf8_path_parameter_is_answered_in_the_error_envelope,
     money_with_more_than_two_decimals_is_refused_even_within_a_millionth,
     a_title_made_only_of_zero_width_characters_is_refused,
@@ -257,6 +258,109 @@ async fn a_414_and_a_431_carry_the_envelope_and_a_request_id() {
     assert_error(&raw(req.send().await.expect("send")).await, 431, "headers_too_large");
     let big = app.http.get(app.url("/healthz")).header("x-big", "b".repeat(40 * 1024)).send().await.expect("send");
     assert_error(&raw(big).await, 431, "headers_too_large");
+}
+
+/// Sends `request` bytes on a raw connection (half-closing it) and reads the whole answer.
+async fn raw_exchange(app: &TestApp, request: Vec<u8>) -> String {
+    let addr = app.base_url.trim_start_matches("http://").to_string();
+    tokio::task::spawn_blocking(move || {
+        let mut s = TcpStream::connect(&addr).expect("connect");
+        // A refusal may come before every byte is sent: the rest is then refused by a closed
+        // socket, which is what is being tested.
+        let _ = s.write_all(&request);
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        read_all(&mut s)
+    })
+    .await
+    .expect("join")
+}
+
+/// Item 6, D17.44: a refusal of a request hyper cannot read carries the envelope, a requestId and
+/// the same `x-request-id`, whatever the excess or the broken framing.
+fn assert_raw_refusal(text: &str, status: u16, code: &str) {
+    let (got, headers, body) = parse_answer(text);
+    assert_eq!(got, status, "{}", &text[..text.len().min(600)]);
+    let ct = headers.iter().find(|(k, _)| k == "content-type").map(|(_, v)| v.as_str()).unwrap_or("");
+    assert!(ct.starts_with("application/json"), "content-type {ct}: {text}");
+    let length = headers.iter().find(|(k, _)| k == "content-length").map(|(_, v)| v.as_str());
+    assert_eq!(length, Some(body.len().to_string().as_str()), "{text}");
+    assert!(headers.iter().filter(|(k, _)| k == "connection").count() <= 1, "one connection field: {text}");
+    let body: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("envelope ({e}): {text}"));
+    assert_eq!(body["success"], false, "{body}");
+    assert_eq!(body["code"], code, "{body}");
+    let id = headers.iter().find(|(k, _)| k == "x-request-id").map(|(_, v)| v.clone()).expect("x-request-id");
+    assert!(id.starts_with("req_"), "{id}");
+    assert_eq!(body["requestId"], id.as_str(), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_uri_past_hypers_own_limit_is_414_in_the_envelope() {
+    let app = spawn(Backend::Sqlite).await;
+    for len in [70 * 1024, 300 * 1024] {
+        let req = format!("GET /healthz?q={} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(len));
+        assert_raw_refusal(&raw_exchange(&app, req.into_bytes()).await, 414, "uri_too_long");
+    }
+    // Below hyper's limit the request-id layer answers, in the same shape.
+    let req = format!("GET /healthz?q={} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "a".repeat(9000));
+    assert_raw_refusal(&raw_exchange(&app, req.into_bytes()).await, 414, "uri_too_long");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_or_many_headers_past_hypers_own_limits_are_431_in_the_envelope() {
+    let app = spawn(Backend::Sqlite).await;
+    // One header past hyper's buffer (~400 KiB), and more fields than hyper takes.
+    let long = format!("GET /healthz HTTP/1.1\r\nHost: x\r\nx-big: {}\r\n\r\n", "b".repeat(500 * 1024));
+    assert_raw_refusal(&raw_exchange(&app, long.into_bytes()).await, 431, "headers_too_large");
+    let mut many = String::from("GET /api/white-label/v1/campaigns HTTP/1.1\r\nHost: x\r\n");
+    for i in 0..1000 {
+        many.push_str(&format!("x-f-{i}: v\r\n"));
+    }
+    many.push_str("\r\n");
+    assert_raw_refusal(&raw_exchange(&app, many.into_bytes()).await, 431, "headers_too_large");
+    // Fewer fields, still over the request-id layer's limits.
+    let mut some = String::from("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n");
+    for i in 0..150 {
+        some.push_str(&format!("x-f-{i}: v\r\n"));
+    }
+    some.push_str("\r\n");
+    assert_raw_refusal(&raw_exchange(&app, some.into_bytes()).await, 431, "headers_too_large");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_framing_is_400_in_the_envelope() {
+    let app = spawn(Backend::Sqlite).await;
+    for head in [
+        "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}",
+        "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+        "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+        "POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n{}",
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nbad header line\r\n\r\n",
+        "GET /he alth z HTTP/1.1\r\nHost: x\r\n\r\n",
+    ] {
+        let text = raw_exchange(&app, head.as_bytes().to_vec()).await;
+        assert!(!text.is_empty(), "{head:?}: no answer");
+        assert_raw_refusal(&text, 400, "validation_failed");
+    }
+}
+
+/// Broken chunked framing is read by the route that reads the body: a signed route and a
+/// provider webhook both answer 400 in the envelope (not 413, not a bare 400).
+async fn broken_chunked_framing_is_400_in_the_envelope(b: Backend) {
+    let app = spawn(b).await;
+    let key = app.account.private.clone();
+    let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis();
+    let signed = format!(
+        "POST {CAMPAIGNS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\
+         x-white-label-key-id: {}\r\nx-white-label-timestamp: {ts}\r\nx-white-label-nonce: chunked{ts}\r\n\
+         x-white-label-signature: {}\r\nConnection: close\r\n\r\n5\r\n{{\"a\":\r\nZZ\r\nbroken\r\n",
+        key.key_id,
+        "0".repeat(64),
+    );
+    assert_raw_refusal(&raw_exchange(&app, signed.into_bytes()).await, 400, "malformed_json");
+    let webhook = "POST /api/white-label/webhooks/provider_a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+                   Transfer-Encoding: chunked\r\nx-provider_a-signature: 00\r\nConnection: close\r\n\r\n\
+                   3\r\n{}a\r\nnot-hex\r\n";
+    assert_raw_refusal(&raw_exchange(&app, webhook.as_bytes().to_vec()).await, 400, "malformed_json");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

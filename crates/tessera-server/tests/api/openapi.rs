@@ -374,6 +374,10 @@ async fn every_authenticated_operation_documents_its_auth_errors_and_every_4xx_t
             for status in ["400", "413"] {
                 assert!(responses.contains_key(status), "{what}: takes a body, but {status} is not documented");
             }
+            // D17.11: a signed body without `content-type: application/json` is 415.
+            if security_names(op).contains("signed") {
+                assert!(responses.contains_key("415"), "{what}: takes a signed body, but 415 is not documented");
+            }
         }
         if op["parameters"].as_array().is_some_and(|a| a.iter().any(|p| p["in"] == "query")) {
             assert!(responses.contains_key("400"), "{what}: reads a query, but 400 is not documented");

@@ -152,7 +152,71 @@ async fn sixty_four_concurrent_deliveries_issue_each_ticket_once(b: Backend) {
     assert_ledger_clean(&p);
 }
 
+/// D17.9: a real Paystack callback signs in `x-paystack-signature`; provider_a accepts it there
+/// with the same check, and no other provider does.
+async fn provider_a_accepts_paystacks_own_signature_header(b: Backend) {
+    let p = spawn_paid(b).await;
+    let event =
+        json!({"event": "charge.success", "data": {"id": "ch_ps", "reference": "tsr_paystack", "status": "success"}});
+    let (body, sig) = signed_event("provider_a", &platform_secret("provider_a"), event.clone());
+    let post = |provider: &str, header: &str, sig: &str| {
+        let req = p
+            .http
+            .post(p.url(&format!("/api/white-label/webhooks/{provider}")))
+            .header("content-type", "application/json")
+            .header(header, sig)
+            .body(body.clone());
+        async move { crate::helpers::raw(req.send().await.expect("send")).await }
+    };
+    let (_, wrong) = signed_event("provider_a", "sk_not_the_secret", event.clone());
+    assert_error(&post("provider_a", "x-paystack-signature", &wrong).await, 401, "invalid_signature");
+    assert_eq!(p.store.webhook_count("tsr_paystack").await.expect("count"), 0);
+    let r = post("provider_a", "x-paystack-signature", &sig).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    assert_eq!(r.json()["provider"], "provider_a");
+    assert_eq!(p.store.webhook_count("tsr_paystack").await.expect("count"), 1);
+    // Another provider does not read Paystack's header.
+    let (body_b, sig_b) = signed_event("provider_b", &platform_secret("provider_b"), event);
+    let r = crate::helpers::raw(
+        p.http
+            .post(p.url("/api/white-label/webhooks/provider_b"))
+            .header("x-paystack-signature", sig_b)
+            .body(body_b)
+            .send()
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_error(&r, 401, "missing_auth");
+}
+
+/// D17.16: provider callbacks are outside the per-IP limit; the API routes keep it.
+async fn webhooks_are_outside_the_per_ip_rate_limit(b: Backend) {
+    let p = crate::payments::spawn_paid_with(b, |c| {
+        c.security.rate_limit_per_ip = 1;
+        c.security.rate_limit_per_ip_burst = 2;
+    })
+    .await;
+    for i in 0..6 {
+        let event = json!({"event": "charge.success", "data": {"id": format!("ch_ip{i}"), "reference": "tsr_ip", "status": "success"}});
+        let (body, sig) = signed_event("provider_c", &platform_secret("provider_c"), event);
+        let r = post_webhook(&p, "provider_c", body, Some(&sig)).await;
+        assert_eq!(r.status, 200, "delivery {i}: {}", r.json());
+        assert!(r.headers.get("ratelimit-limit").is_none(), "no per-IP budget on webhooks");
+    }
+    let statuses: Vec<u16> = {
+        let mut v = Vec::new();
+        for _ in 0..3 {
+            v.push(p.signed(tessera_client::Method::GET, "/api/white-label/v1/context", None).await.0);
+        }
+        v
+    };
+    assert_eq!(statuses, [200, 200, 429], "the API keeps the per-IP limit");
+}
+
 on_both!(
+    provider_a_accepts_paystacks_own_signature_header,
+    webhooks_are_outside_the_per_ip_rate_limit,
     an_unsupported_provider_is_a_400_before_anything_else,
     a_missing_or_wrong_signature_is_a_401_and_nothing_is_stored,
     a_signed_body_that_is_not_an_event_is_a_400,

@@ -49,6 +49,7 @@ struct AuthHeaders<'a> {
     domain: Option<&'a HeaderValue>,
     origin: Option<&'a HeaderValue>,
     content_length: Option<&'a HeaderValue>,
+    content_type: Option<&'a HeaderValue>,
 }
 
 impl<'a> AuthHeaders<'a> {
@@ -64,6 +65,7 @@ impl<'a> AuthHeaders<'a> {
                 DOMAIN_HEADER => &mut a.domain,
                 "origin" => &mut a.origin,
                 "content-length" => &mut a.content_length,
+                "content-type" => &mut a.content_type,
                 _ => continue,
             };
             slot.get_or_insert(value);
@@ -85,6 +87,13 @@ impl<'a> AuthHeaders<'a> {
 
     fn declared_length(&self) -> Option<usize> {
         self.content_length.and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok())
+    }
+
+    /// D17.11: `application/json`, with parameters (a charset) allowed, in any letter case.
+    fn json_body(&self) -> bool {
+        let Some(v) = text(self.content_type) else { return false };
+        let essence = v.split(';').next().unwrap_or("").trim();
+        essence.eq_ignore_ascii_case("application/json")
     }
 }
 
@@ -372,12 +381,18 @@ async fn signed_later(
     hs: &AuthHeaders<'_>,
     body: Body,
 ) -> Result<(Caller, axum::body::Bytes), ApiError> {
+    let max = state.config.max_body_bytes;
+    // D17.11, only here: a request without a body (every signed GET) never reaches this path
+    // for its body, and may omit the content type.
+    if !body.is_end_stream() && !hs.json_body() {
+        discard_refused_body(body, hs.declared_length().unwrap_or(0), max).await;
+        return Err(ApiError::unsupported_media_type());
+    }
     let head = signed_head(hs)?;
     let ip = client_ip(&parts.headers, &parts.extensions, state.config.security.trust_forwarded_for);
     let now = now_ms();
     let key = lookup(state, head.key_id, ip, now).await?;
     let (hmac, ts) = key_and_clock(state, &key, head.timestamp, now)?;
-    let max = state.config.max_body_bytes;
     if let Some(len) = hs.declared_length().filter(|len| *len > max) {
         discard_refused_body(body, len, max).await;
         return Err(ApiError::payload_too_large(max));
@@ -386,7 +401,7 @@ async fn signed_later(
         // A GET or DELETE without a body: nothing to collect.
         axum::body::Bytes::new()
     } else {
-        axum::body::to_bytes(body, max).await.map_err(|e| body_error(e, max))?
+        axum::body::to_bytes(body, max).await.map_err(|e| ApiError::body_unreadable(e, max))?
     };
     let caller = signed_finish(state, parts, hs, &head, &key, hmac, ts, &bytes, ip, now)?;
     Ok((caller, bytes))
@@ -433,19 +448,6 @@ fn signed_finish(
         Some(d) => Some(approved_domain(state, d, &key.info.account_id)?),
     };
     Ok(caller(key, Scheme::Signed, domain))
-}
-
-/// 413 when the body outgrew the limit; 400 when it could not be read whole (the client cut it
-/// short or sent broken chunking), which is not a size problem.
-fn body_error(e: axum::Error, max_body_bytes: usize) -> ApiError {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
-    while let Some(s) = source {
-        if s.is::<http_body_util::LengthLimitError>() {
-            return ApiError::payload_too_large(max_body_bytes);
-        }
-        source = s.source();
-    }
-    ApiError::malformed_json("the request body could not be read whole (cut short by the client?)")
 }
 
 /// Reads and drops the body of a request refused for its declared size before answering 413.

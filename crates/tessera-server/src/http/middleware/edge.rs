@@ -1,4 +1,4 @@
-//! The edge: the per-IP rate limit on API paths (D2.10) and CORS preflight for the
+//! The edge: the per-IP rate limit on API paths (D2.10; provider webhooks exempt, D17.16) and CORS preflight for the
 //! domain-key routes (D2.3: answered only for approved domains).
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
@@ -9,6 +9,9 @@ use super::client_ip;
 use crate::http::error::{rate_limit_headers, ApiError};
 use crate::http::is_domain_key_path;
 use crate::state::AppState;
+
+/// The provider-callback routes, `/api/white-label/webhooks/{provider}`.
+const WEBHOOKS_PREFIX: &str = "/api/white-label/webhooks/";
 
 pub const ALLOWED_HEADERS: &str = "content-type, x-white-label-domain, x-white-label-key, x-request-id";
 pub const EXPOSED_HEADERS: &str = "x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, retry-after";
@@ -23,7 +26,9 @@ pub fn origin_host(origin: &str) -> Option<String> {
 
 pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    if !path.starts_with("/api/") {
+    // D17.16: provider webhooks are outside the per-IP limit (their signature check is first
+    // and cheap); every other API route keeps it.
+    if !path.starts_with("/api/") || path.starts_with(WEBHOOKS_PREFIX) {
         return next.run(req).await;
     }
     if req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD) {

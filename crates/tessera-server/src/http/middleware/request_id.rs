@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -26,6 +26,11 @@ fn valid(id: &str) -> bool {
     (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
+/// A fresh request id.
+pub fn new_id() -> String {
+    format!("req_{}", uuid::Uuid::now_v7().simple())
+}
+
 pub async fn layer(req: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = req
@@ -34,7 +39,7 @@ pub async fn layer(req: Request, next: Next) -> Response {
         .and_then(|v| v.to_str().ok())
         .filter(|v| valid(v))
         .map(str::to_string)
-        .unwrap_or_else(|| format!("req_{}", uuid::Uuid::now_v7().simple()));
+        .unwrap_or_else(new_id);
     // The access line's fields are gathered only when it will be written.
     let log = tracing::enabled!(tracing::Level::INFO);
     let line = log.then(|| {
@@ -81,20 +86,12 @@ pub async fn layer(req: Request, next: Next) -> Response {
 fn oversized(req: &Request) -> Option<ApiError> {
     let target = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
     if target > MAX_TARGET_BYTES {
-        return Some(ApiError::new(
-            StatusCode::URI_TOO_LONG,
-            "uri_too_long",
-            format!("the request target is longer than {MAX_TARGET_BYTES} bytes"),
-        ));
+        return Some(ApiError::uri_too_long(MAX_TARGET_BYTES));
     }
     let h = req.headers();
     let bytes: usize = h.iter().map(|(k, v)| k.as_str().len() + v.len() + 4).sum();
     if h.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
-        return Some(ApiError::new(
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            "headers_too_large",
-            format!("at most {MAX_HEADERS} header fields and {MAX_HEADER_BYTES} bytes of them"),
-        ));
+        return Some(ApiError::headers_too_large(MAX_HEADERS, MAX_HEADER_BYTES));
     }
     None
 }

@@ -19,9 +19,10 @@ use serde_json::Value;
 
 use super::outbound::Outbound;
 
-/// Declares the providers: `Variant => "name", adapter;` one line each.
+/// Declares the providers: `Variant => "name", adapter, [other signature headers];` one line
+/// each.
 macro_rules! providers {
-    ($($variant:ident => $name:literal, $adapter:expr;)+) => {
+    ($($variant:ident => $name:literal, $adapter:expr, [$($alt:literal),*];)+) => {
         /// A provider identifier of the webhook route, the settings and the configuration (D4.2).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum ProviderId {
@@ -48,6 +49,14 @@ macro_rules! providers {
                     $(ProviderId::$variant => concat!("x-", $name, "-signature"),)+
                 }
             }
+
+            /// Every header the webhook signature is accepted in: [`Self::signature_header`]
+            /// first, then the provider's own (D17.9: Paystack's `x-paystack-signature`).
+            pub fn signature_headers(self) -> &'static [&'static str] {
+                match self {
+                    $(ProviderId::$variant => &[concat!("x-", $name, "-signature"), $($alt),*],)+
+                }
+            }
         }
 
         /// The adapter of a provider.
@@ -60,9 +69,9 @@ macro_rules! providers {
 }
 
 providers! {
-    A => "provider_a", provider_a::ProviderA;
-    B => "provider_b", provider_b::PROVIDER_B;
-    C => "provider_c", provider_c::PROVIDER_C;
+    A => "provider_a", provider_a::ProviderA, ["x-paystack-signature"];
+    B => "provider_b", provider_b::PROVIDER_B, [];
+    C => "provider_c", provider_c::PROVIDER_C, [];
 }
 
 impl ProviderId {
