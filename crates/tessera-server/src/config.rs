@@ -130,7 +130,8 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+        let hex =
+            b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
         match (b[i], hex) {
             (b'%', Some(v)) => {
                 out.push(v);
@@ -163,7 +164,8 @@ impl EmailConfig {
         if url.is_empty() {
             return Ok(None);
         }
-        let parsed = url::Url::parse(url).map_err(|_| "the platform's [email] smtp_url is not a valid URL".to_string())?;
+        let parsed =
+            url::Url::parse(url).map_err(|_| "the platform's [email] smtp_url is not a valid URL".to_string())?;
         let mut tls = match parsed.scheme() {
             "smtp" => SmtpTls::StartTls,
             "smtps" => SmtpTls::Implicit,
@@ -172,7 +174,9 @@ impl EmailConfig {
         for (k, v) in parsed.query_pairs() {
             match (k.as_ref(), v.as_ref(), tls) {
                 ("tls", "none", SmtpTls::StartTls | SmtpTls::None) => tls = SmtpTls::None,
-                _ => return Err("the platform's [email] smtp_url takes one query parameter, tls=none, on smtp://".into()),
+                _ => {
+                    return Err("the platform's [email] smtp_url takes one query parameter, tls=none, on smtp://".into())
+                }
             }
         }
         let host = parsed.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
@@ -496,12 +500,18 @@ mod tests {
                 .map(|e| e.map(|e| (e.host, e.port, e.tls, e.credentials)))
         };
         assert_eq!(at("").ok(), Some(None));
-        assert_eq!(at("smtp://mail.example.com").ok(), Some(Some(("mail.example.com".into(), 25, SmtpTls::StartTls, None))));
+        assert_eq!(
+            at("smtp://mail.example.com").ok(),
+            Some(Some(("mail.example.com".into(), 25, SmtpTls::StartTls, None)))
+        );
         assert_eq!(
             at("smtps://u%40x:p%3Aw+@mail.example.com").ok(),
             Some(Some(("mail.example.com".into(), 465, SmtpTls::Implicit, Some(("u@x".into(), "p:w+".into())))))
         );
-        assert_eq!(at("smtp://127.0.0.1:2525?tls=none").ok(), Some(Some(("127.0.0.1".into(), 2525, SmtpTls::None, None))));
+        assert_eq!(
+            at("smtp://127.0.0.1:2525?tls=none").ok(),
+            Some(Some(("127.0.0.1".into(), 2525, SmtpTls::None, None)))
+        );
         for bad in ["smtps://h?tls=none", "smtp://h?tls=maybe", "http://h", "smtp://"] {
             assert!(at(bad).is_err(), "{bad}");
         }

@@ -286,11 +286,20 @@ fn smtp_for(
         let e = state.config.email.endpoint()?.ok_or(
             "no SMTP server: the account has no notifications.email settings and the platform no [email] smtp_url",
         )?;
-        Smtp { host: e.host, port: e.port, tls: e.tls, credentials: e.credentials, from: platform_from, account_supplied: false }
+        Smtp {
+            host: e.host,
+            port: e.port,
+            tls: e.tls,
+            credentials: e.credentials,
+            from: platform_from,
+            account_supplied: false,
+        }
     };
     // Plain SMTP (the password and the mail in clear) only where private endpoints are allowed.
     if smtp.tls == SmtpTls::None && !state.config.security.allow_private_endpoints {
-        return Err("plain SMTP (smtpTls none, smtp_url ?tls=none) is refused: private endpoints are not allowed".into());
+        return Err(
+            "plain SMTP (smtpTls none, smtp_url ?tls=none) is refused: private endpoints are not allowed".into()
+        );
     }
     Ok(smtp)
 }
@@ -309,7 +318,8 @@ fn transport(state: &AppState, smtp: &Smtp) -> Result<lettre::AsyncSmtpTransport
         let mut params = TlsParameters::builder(smtp.host.clone()).certificate_store(CertificateStore::WebpkiRoots);
         let extra = &state.config.security.extra_ca_file;
         if !extra.is_empty() {
-            let pem = std::fs::read(extra).map_err(|e| format!("TLS: the extra CA file {extra} cannot be read: {e}"))?;
+            let pem =
+                std::fs::read(extra).map_err(|e| format!("TLS: the extra CA file {extra} cannot be read: {e}"))?;
             let cert = Certificate::from_pem(&pem)
                 .map_err(|_| format!("TLS: the extra CA file {extra} is not a PEM certificate bundle"))?;
             params = params.add_root_certificate(cert);
@@ -348,12 +358,15 @@ fn tls_problem(e: &lettre::transport::smtp::Error) -> Option<&'static str> {
     }
     let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(c) = cause {
-        let inner = c.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()).map(|i| i as &(dyn std::error::Error + 'static));
-        if let Some(r) = c.downcast_ref::<rustls::Error>().or_else(|| inner.and_then(|i| i.downcast_ref::<rustls::Error>())) {
+        let inner = c
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .map(|i| i as &(dyn std::error::Error + 'static));
+        if let Some(r) =
+            c.downcast_ref::<rustls::Error>().or_else(|| inner.and_then(|i| i.downcast_ref::<rustls::Error>()))
+        {
             return Some(match r {
-                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => {
-                    "certificate rejected"
-                }
+                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => "certificate rejected",
                 _ => "handshake failed",
             });
         }

@@ -134,7 +134,8 @@ impl SandboxHandle {
     /// Opens a second SMTP listener that speaks implicit TLS (as on port 465) with the same
     /// certificate; returns its address.
     pub async fn listen_smtps(&self, addr: SocketAddr) -> anyhow::Result<SocketAddr> {
-        let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("sandbox: binding SMTPS on {addr}"))?;
+        let l =
+            tokio::net::TcpListener::bind(addr).await.with_context(|| format!("sandbox: binding SMTPS on {addr}"))?;
         let bound = l.local_addr()?;
         tokio::spawn(smtp::serve(l, self.shared.clone(), true));
         Ok(bound)

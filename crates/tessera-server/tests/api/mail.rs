@@ -132,13 +132,19 @@ async fn implicit_tls_delivers_through_the_sinks_second_listener(b: Backend) {
     let id = notify(&p, "ama@example.com", "Implicit from the platform.").await;
     assert_eq!(until_final(&p, &id).await["status"], "sent");
     let m = &mails_for(&p, "ama@example.com")[0];
-    assert_eq!((m["tls"].as_bool(), m["text"].as_str().map(str::trim)), (Some(true), Some("Implicit from the platform.")));
+    assert_eq!(
+        (m["tls"].as_bool(), m["text"].as_str().map(str::trim)),
+        (Some(true), Some("Implicit from the platform."))
+    );
     // … and an account's `smtpTls: tls` (private endpoints allowed for its loopback host only).
     let p = spawn_paid_with(b, |c| c.security.allow_private_endpoints = true).await;
     let smtps = p.sandbox.listen_smtps("127.0.0.1:0".parse().expect("addr")).await.expect("smtps");
-    let (s, body) =
-        patch_mail(&p, &p.account.private, json!({"smtpHost": "127.0.0.1", "smtpPort": smtps.port(), "smtpTls": "tls"}))
-            .await;
+    let (s, body) = patch_mail(
+        &p,
+        &p.account.private,
+        json!({"smtpHost": "127.0.0.1", "smtpPort": smtps.port(), "smtpTls": "tls"}),
+    )
+    .await;
     assert_eq!(s, 200, "{body}");
     assert_eq!(body["data"]["config"]["email"]["smtpTls"], "tls");
     let id = notify(&p, "kofi@example.com", "Implicit from the account.").await;
@@ -217,7 +223,10 @@ async fn a_relay_that_offers_no_starttls_gets_neither_the_password_nor_the_mail(
     assert!(seen.iter().any(|l| l.starts_with("EHLO")), "the relay was reached: {seen:?}");
     for l in &seen {
         let verb = l.to_ascii_uppercase();
-        assert!(!verb.starts_with("AUTH") && !verb.starts_with("MAIL") && !verb.starts_with("DATA"), "sent in clear: {l}");
+        assert!(
+            !verb.starts_with("AUTH") && !verb.starts_with("MAIL") && !verb.starts_with("DATA"),
+            "sent in clear: {l}"
+        );
     }
 }
 
@@ -234,8 +243,7 @@ async fn plain_smtp_is_refused_when_saved_unless_private_endpoints_are_allowed(b
     .await;
     let e = assert_error(&r, 400, "validation_failed");
     assert_eq!(detail_fields(&e), vec!["config.email.smtpTls"], "{e}");
-    let r =
-        send(&p, &key, Method::PATCH, SETTINGS, Some(json!({"config": {"email": {"smtpTls": "ssl"}}}))).await;
+    let r = send(&p, &key, Method::PATCH, SETTINGS, Some(json!({"config": {"email": {"smtpTls": "ssl"}}}))).await;
     assert_eq!(detail_fields(&assert_error(&r, 400, "validation_failed")), vec!["config.email.smtpTls"]);
     let (s, all) = p.signed(Method::GET, "/api/white-label/v1/settings?categories=notifications", None).await;
     assert_eq!((s, &all["data"]["notifications"]), (200, &json!({})), "nothing refused was stored: {all}");
