@@ -59,7 +59,7 @@ start_server() { # data dir, workers on (1/0), log
   wait_listening "$3"
 }
 
-"$T" sandbox --listen "127.0.0.1:$SANDBOX_PORT" --smtp-listen "127.0.0.1:$((SANDBOX_PORT + 1))" --notify-url "$URL" >"$work/sandbox.log" 2>&1 &
+"$T" sandbox --data-dir "$work" --listen "127.0.0.1:$SANDBOX_PORT" --smtp-listen "127.0.0.1:$((SANDBOX_PORT + 1))" --notify-url "$URL" >"$work/sandbox.log" 2>&1 &
 pids+=($!)
 
 echo "== 1. webhook intake (hand-off only, workers off), $CONNECTIONS connections"

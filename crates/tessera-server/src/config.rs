@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use secrecy::SecretString;
 use serde::Deserialize;
 
+use crate::domain::settings::SmtpTls;
 use crate::providers::payments::ProviderId;
 
 const DEFAULTS: &str = include_str!("../../../config/default.toml");
@@ -49,6 +50,9 @@ pub struct SecurityConfig {
     pub trust_forwarded_for: bool,
     pub auth_cache_refresh_ms: u64,
     pub allow_private_endpoints: bool,
+    /// A PEM bundle of certificates trusted besides the built-in roots (SMTP TLS, D17.7);
+    /// empty: none. Env TESSERA_EXTRA_CA_FILE.
+    pub extra_ca_file: String,
 }
 
 /// `[http]`: connection limits of the listener (D16.21).
@@ -114,9 +118,76 @@ pub struct NotificationsConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmailConfig {
-    /// `smtp://[user:password@]host[:port]`; empty: none. Secret (it may carry a password).
+    /// `smtp://…` (STARTTLS required), `smtps://…` (implicit TLS) or `smtp://…?tls=none` (plain,
+    /// D17.7); empty: none. Secret (it may carry a password).
     pub smtp_url: SecretString,
     pub from: String,
+}
+
+/// `%XX` escapes of a URL's user or password decoded (`+` stays `+`).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex =
+            b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b[i], hex) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The platform's SMTP server as `[email] smtp_url` names it.
+#[derive(Clone)]
+pub struct SmtpEndpoint {
+    pub host: String,
+    pub port: u16,
+    pub tls: SmtpTls,
+    pub credentials: Option<(String, String)>,
+}
+
+impl EmailConfig {
+    /// The parsed `smtp_url`; `None` when empty. The error never shows the URL (it may hold a
+    /// password).
+    pub fn endpoint(&self) -> Result<Option<SmtpEndpoint>, String> {
+        use secrecy::ExposeSecret as _;
+        let url = self.smtp_url.expose_secret().trim();
+        if url.is_empty() {
+            return Ok(None);
+        }
+        let parsed =
+            url::Url::parse(url).map_err(|_| "the platform's [email] smtp_url is not a valid URL".to_string())?;
+        let mut tls = match parsed.scheme() {
+            "smtp" => SmtpTls::StartTls,
+            "smtps" => SmtpTls::Implicit,
+            _ => return Err("the platform's [email] smtp_url must be smtp:// (STARTTLS) or smtps:// (TLS)".into()),
+        };
+        for (k, v) in parsed.query_pairs() {
+            match (k.as_ref(), v.as_ref(), tls) {
+                ("tls", "none", SmtpTls::StartTls | SmtpTls::None) => tls = SmtpTls::None,
+                _ => {
+                    return Err("the platform's [email] smtp_url takes one query parameter, tls=none, on smtp://".into())
+                }
+            }
+        }
+        let host = parsed.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
+        if host.is_empty() {
+            return Err("the platform's [email] smtp_url has no host".into());
+        }
+        let credentials = (!parsed.username().is_empty())
+            .then(|| (percent_decode(parsed.username()), percent_decode(parsed.password().unwrap_or_default())));
+        let port = parsed.port().unwrap_or(if tls == SmtpTls::Implicit { 465 } else { 25 });
+        Ok(Some(SmtpEndpoint { host, port, tls, credentials }))
+    }
 }
 
 /// `[providers]`: the platform's shared provider credentials (D11.2): `timeout_ms` and one
@@ -292,6 +363,9 @@ impl Config {
         if let Some(v) = env("TESSERA_ALLOW_PRIVATE_ENDPOINTS") {
             s.allow_private_endpoints = env_flag("TESSERA_ALLOW_PRIVATE_ENDPOINTS", &v)?;
         }
+        if let Some(v) = env("TESSERA_EXTRA_CA_FILE") {
+            s.extra_ca_file = v;
+        }
         let p = &mut cfg.payments;
         if let Some(v) = env_parse("TESSERA_PAYMENT_HOLD_SECONDS")? {
             p.hold_seconds = v;
@@ -347,6 +421,19 @@ impl Config {
             cfg.metrics.listen = v;
         }
         cfg.metrics.own_address()?;
+        let smtp = cfg.email.endpoint().map_err(|e| anyhow::anyhow!(e))?;
+        if smtp.is_some_and(|e| e.tls == SmtpTls::None) && !cfg.security.allow_private_endpoints {
+            anyhow::bail!(
+                "email.smtp_url ?tls=none (plain SMTP) needs security.allow_private_endpoints; use smtp:// (STARTTLS) or smtps://"
+            );
+        }
+        if !cfg.security.extra_ca_file.is_empty() {
+            let path = &cfg.security.extra_ca_file;
+            let pem = std::fs::read_to_string(path).with_context(|| format!("security.extra_ca_file {path}"))?;
+            if !pem.contains("-----BEGIN CERTIFICATE-----") {
+                anyhow::bail!("security.extra_ca_file {path} holds no PEM certificate");
+            }
+        }
         if !(cfg.payments.verify_interval_seconds.is_finite() && cfg.payments.verify_interval_seconds > 0.0) {
             anyhow::bail!("payments.verify_interval_seconds must be a positive number");
         }
@@ -403,6 +490,31 @@ mod tests {
         assert!(c.metrics.enabled);
         assert_eq!(c.metrics.own_address().ok(), Some(None));
         assert_eq!(c.providers.by_name.keys().map(String::as_str).collect::<Vec<_>>(), ProviderId::NAMES);
+    }
+
+    #[test]
+    fn smtp_urls_name_their_tls() {
+        let at = |u: &str| {
+            EmailConfig { smtp_url: SecretString::from(u.to_string()), from: String::new() }
+                .endpoint()
+                .map(|e| e.map(|e| (e.host, e.port, e.tls, e.credentials)))
+        };
+        assert_eq!(at("").ok(), Some(None));
+        assert_eq!(
+            at("smtp://mail.example.com").ok(),
+            Some(Some(("mail.example.com".into(), 25, SmtpTls::StartTls, None)))
+        );
+        assert_eq!(
+            at("smtps://u%40x:p%3Aw+@mail.example.com").ok(),
+            Some(Some(("mail.example.com".into(), 465, SmtpTls::Implicit, Some(("u@x".into(), "p:w+".into())))))
+        );
+        assert_eq!(
+            at("smtp://127.0.0.1:2525?tls=none").ok(),
+            Some(Some(("127.0.0.1".into(), 2525, SmtpTls::None, None)))
+        );
+        for bad in ["smtps://h?tls=none", "smtp://h?tls=maybe", "http://h", "smtp://"] {
+            assert!(at(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

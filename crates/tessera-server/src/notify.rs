@@ -1,6 +1,7 @@
 //! Notification content and delivery (D9.2, D13.3–4): templates per event type (minijinja),
 //! HTML and text, wrapped in the account's branding; e-mail over SMTP (lettre) with the
-//! account's `notifications.email` settings or the platform's `[email]`; SMS over the account's
+//! account's `notifications.email` settings or the platform's `[email]`, over STARTTLS or TLS
+//! with the certificate checked (plain only where private endpoints are allowed, D17.7); SMS over the account's
 //! HTTP gateway (`POST {sms.baseUrl}/messages`, Bearer `sms.apiKey`) through the outbound guard
 //! (D16.25). Secrets (SMTP password, SMS key, passcodes, QR tokens) go into messages only,
 //! never into a log line or an error text.
@@ -15,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::domain::money::to_ghs;
 use crate::domain::qr;
-use crate::domain::settings::NotificationsSettings;
+use crate::domain::settings::{NotificationsSettings, SmtpTls};
 use crate::state::AppState;
 use crate::store::notifications::Notification;
 
@@ -259,6 +260,7 @@ fn unseal(state: &AppState, account_id: &str, path: &str, sealed: Option<&str>) 
 struct Smtp {
     host: String,
     port: u16,
+    tls: SmtpTls,
     credentials: Option<(String, String)>,
     from: String,
     account_supplied: bool,
@@ -271,7 +273,7 @@ fn smtp_for(
     branding: &Value,
 ) -> Result<Smtp, String> {
     let platform_from = state.config.email.from.clone();
-    if let Some(e) = &notifications.email {
+    let smtp = if let Some(e) = &notifications.email {
         let password = unseal(state, account_id, "notifications.config.email.password", e.password_sealed.as_deref());
         let credentials = e.username.clone().map(|u| (u, password.unwrap_or_default()));
         let from = match (&e.from_address, e.from_name.as_deref().or_else(|| str_of(branding, "platformName"))) {
@@ -279,28 +281,98 @@ fn smtp_for(
             (Some(a), None) => a.to_string(),
             (None, _) => platform_from,
         };
-        return Ok(Smtp { host: e.host.clone(), port: e.port, credentials, from, account_supplied: true });
-    }
-    let url = state.config.email.smtp_url.expose_secret();
-    if url.is_empty() {
+        Smtp { host: e.host.clone(), port: e.port, tls: e.tls, credentials, from, account_supplied: true }
+    } else {
+        let e = state.config.email.endpoint()?.ok_or(
+            "no SMTP server: the account has no notifications.email settings and the platform no [email] smtp_url",
+        )?;
+        Smtp {
+            host: e.host,
+            port: e.port,
+            tls: e.tls,
+            credentials: e.credentials,
+            from: platform_from,
+            account_supplied: false,
+        }
+    };
+    // Plain SMTP (the password and the mail in clear) only where private endpoints are allowed.
+    if smtp.tls == SmtpTls::None && !state.config.security.allow_private_endpoints {
         return Err(
-            "no SMTP server: the account has no notifications.email settings and the platform no [email] smtp_url"
-                .into(),
+            "plain SMTP (smtpTls none, smtp_url ?tls=none) is refused: private endpoints are not allowed".into()
         );
     }
-    let parsed = url::Url::parse(url).map_err(|_| "the platform's [email] smtp_url is not a valid URL".to_string())?;
-    if parsed.scheme() != "smtp" {
-        return Err("the platform's [email] smtp_url must be smtp://".into());
+    Ok(smtp)
+}
+
+/// The lettre transport of `smtp` (D17.7): STARTTLS required (`starttls`), implicit TLS (`tls`)
+/// or plain (`none`). TLS checks the certificate against the webpki roots plus the PEM bundle of
+/// `security.extra_ca_file`; there is no opportunistic mode, so a TLS failure never sends in clear.
+fn transport(state: &AppState, smtp: &Smtp) -> Result<lettre::AsyncSmtpTransport<lettre::Tokio1Executor>, String> {
+    use lettre::transport::smtp::authentication::Credentials;
+    use lettre::transport::smtp::client::{Certificate, CertificateStore, Tls, TlsParameters};
+    use lettre::{AsyncSmtpTransport, Tokio1Executor};
+
+    let tls = if smtp.tls == SmtpTls::None {
+        Tls::None
+    } else {
+        let mut params = TlsParameters::builder(smtp.host.clone()).certificate_store(CertificateStore::WebpkiRoots);
+        let extra = &state.config.security.extra_ca_file;
+        if !extra.is_empty() {
+            let pem =
+                std::fs::read(extra).map_err(|e| format!("TLS: the extra CA file {extra} cannot be read: {e}"))?;
+            let cert = Certificate::from_pem(&pem)
+                .map_err(|_| format!("TLS: the extra CA file {extra} is not a PEM certificate bundle"))?;
+            params = params.add_root_certificate(cert);
+        }
+        let params = params.build_rustls().map_err(|e| format!("TLS: {e}"))?;
+        if smtp.tls == SmtpTls::Implicit {
+            Tls::Wrapper(params)
+        } else {
+            Tls::Required(params)
+        }
+    };
+    let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(smtp.host.as_str())
+        .port(smtp.port)
+        .tls(tls)
+        .timeout(Some(Duration::from_millis(state.config.providers.timeout_ms.max(1000))));
+    if let Some((user, pass)) = &smtp.credentials {
+        builder = builder.credentials(Credentials::new(user.clone(), pass.clone()));
     }
-    let credentials = (!parsed.username().is_empty())
-        .then(|| (parsed.username().to_string(), parsed.password().unwrap_or_default().to_string()));
-    Ok(Smtp {
-        host: parsed.host_str().unwrap_or_default().to_string(),
-        port: parsed.port().unwrap_or(25),
-        credentials,
-        from: platform_from,
-        account_supplied: false,
-    })
+    Ok(builder.build())
+}
+
+/// A send error as `lastError` shows it: a TLS failure says which (certificate, handshake, no
+/// STARTTLS offered) and that nothing went in clear. lettre's errors name the server's answer,
+/// never the credentials.
+fn smtp_error(smtp: &Smtp, e: &lettre::transport::smtp::Error) -> String {
+    let at = format!("SMTP {}:{} ({})", smtp.host, smtp.port, smtp.tls.as_str());
+    match tls_problem(e) {
+        Some(problem) => format!("{at}: TLS {problem}; nothing was sent in clear: {e}"),
+        None => format!("{at}: {e}"),
+    }
+}
+
+fn tls_problem(e: &lettre::transport::smtp::Error) -> Option<&'static str> {
+    if e.to_string().contains("STARTTLS is not supported") {
+        return Some("failed: the server offered no STARTTLS");
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let inner = c
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .map(|i| i as &(dyn std::error::Error + 'static));
+        if let Some(r) =
+            c.downcast_ref::<rustls::Error>().or_else(|| inner.and_then(|i| i.downcast_ref::<rustls::Error>()))
+        {
+            return Some(match r {
+                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => "certificate rejected",
+                _ => "handshake failed",
+            });
+        }
+        cause = c.source();
+    }
+    e.is_tls().then_some("handshake failed")
 }
 
 /// An account-supplied SMTP host must resolve to public addresses only, unless the platform
@@ -329,8 +401,7 @@ async fn guard_smtp_host(state: &AppState, s: &Smtp) -> Result<(), String> {
 /// Sends one e-mail.
 pub async fn send_email(state: &AppState, n: &Notification, m: &Rendered) -> Result<(), String> {
     use lettre::message::{Mailbox, MultiPart};
-    use lettre::transport::smtp::authentication::Credentials;
-    use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+    use lettre::{AsyncTransport, Message};
 
     let notifications = notifications_settings(state, &n.account_id).await?;
     let branding = settings_category(state, &n.account_id, "branding").await.map_err(|e| e.to_string())?;
@@ -344,19 +415,7 @@ pub async fn send_email(state: &AppState, n: &Notification, m: &Rendered) -> Res
         .subject(m.subject.clone())
         .multipart(MultiPart::alternative_plain_html(m.text.clone(), m.html.clone()))
         .map_err(|e| format!("building the message: {e}"))?;
-    let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(smtp.host.as_str())
-        .port(smtp.port)
-        .timeout(Some(Duration::from_millis(state.config.providers.timeout_ms.max(1000))));
-    if let Some((user, pass)) = smtp.credentials {
-        builder = builder.credentials(Credentials::new(user, pass));
-    }
-    builder
-        .build()
-        .send(message)
-        .await
-        .map(|_| ())
-        // lettre's errors name the server's answer, never the credentials.
-        .map_err(|e| format!("SMTP {}:{}: {e}", smtp.host, smtp.port))
+    transport(state, &smtp)?.send(message).await.map(|_| ()).map_err(|e| smtp_error(&smtp, &e))
 }
 
 /// Sends one SMS through the account's gateway (D13.3).

@@ -31,7 +31,8 @@ pub enum Command {
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
         /// Also create (once) a demo account on domain localhost, print its keys, and run the
-        /// sandbox (providers, SMS, SMTP on 127.0.0.1:2525) with the demo account pointed at it.
+        /// sandbox (providers, SMS, SMTP on 127.0.0.1:2525) with the demo account pointed at it;
+        /// the sandbox's CA goes to <data-dir>/sandbox-ca.pem and is trusted for its mail.
         #[arg(long)]
         demo: bool,
         /// The sandbox's HTTP listener with --demo.
@@ -39,7 +40,9 @@ pub enum Command {
         sandbox_listen: std::net::SocketAddr,
     },
     /// Run the sandbox: provider APIs, checkout page, SMS gateway and SMTP sink, in memory, on
-    /// loopback. For demos and tests; it moves no money.
+    /// loopback. For demos and tests; it moves no money. The SMTP sink offers STARTTLS with a
+    /// certificate it generates; its CA is written to <DIR>/sandbox-ca.pem (--data-dir DIR,
+    /// default: the current directory), for TESSERA_EXTRA_CA_FILE.
     Sandbox {
         /// HTTP listener.
         #[arg(long, default_value = "127.0.0.1:8090")]

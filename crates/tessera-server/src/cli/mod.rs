@@ -58,7 +58,10 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Admin { command } => run_admin(&cfg, command).await,
         Command::Sandbox { listen, notify_url, smtp_listen } => {
             crate::telemetry::init(cfg.log_format, &cfg.log_filter);
-            exit_code(serve::sandbox(SandboxOptions { listen, smtp_listen: Some(smtp_listen), notify_url }).await)
+            // `--data-dir` here is where sandbox-ca.pem goes: the current directory unless given.
+            let dir = cli.data_dir.clone().unwrap_or_else(|| std::path::PathBuf::from("."));
+            let opts = SandboxOptions { listen, smtp_listen: Some(smtp_listen), notify_url };
+            exit_code(serve::sandbox(opts, &dir).await)
         }
         Command::Call { method, path, data, field, header } => {
             match call::run(&method, &path, data.as_deref(), field.as_deref(), &header).await {

@@ -20,7 +20,18 @@ pub async fn serve(mut cfg: Config, demo_sandbox: Option<SocketAddr>) -> anyhow:
             // The demo account's provider and SMS URLs are the sandbox's, on loopback (D16.25).
             cfg.security.allow_private_endpoints = true;
             let smtp: SocketAddr = DEMO_SMTP.parse()?;
-            Some(Sandbox::start(SandboxOptions { listen, smtp_listen: Some(smtp), notify_url: None }).await?)
+            let sandbox = Sandbox::start(SandboxOptions { listen, smtp_listen: Some(smtp), notify_url: None }).await?;
+            // Its mail goes over STARTTLS to the sink, whose CA the demo trusts (D17.7, D17.44).
+            let ca = sandbox.write_ca_pem(cfg.data_dir())?;
+            if cfg.security.extra_ca_file.is_empty() {
+                cfg.security.extra_ca_file = ca.display().to_string();
+            } else {
+                tracing::warn!(
+                    ca = %ca.display(),
+                    "security.extra_ca_file is set, so the sandbox's CA is not trusted: add it to that bundle for the demo's mail"
+                );
+            }
+            Some(sandbox)
         }
         None => None,
     };
@@ -46,17 +57,20 @@ pub async fn serve(mut cfg: Config, demo_sandbox: Option<SocketAddr>) -> anyhow:
     served
 }
 
-/// Runs the sandbox alone until a shutdown signal.
-pub async fn sandbox(opts: SandboxOptions) -> anyhow::Result<()> {
+/// Runs the sandbox alone until a shutdown signal; its SMTP sink's CA goes to
+/// `<data_dir>/sandbox-ca.pem`.
+pub async fn sandbox(opts: SandboxOptions, data_dir: &std::path::Path) -> anyhow::Result<()> {
     let stop = shutdown_signal()?;
     let sandbox = Sandbox::start(opts).await?;
+    let ca = sandbox.write_ca_pem(data_dir)?;
     println!(
         "Tessera sandbox on {base} (in memory; for demos and tests, it moves no money)\n  \
          provider APIs: {base}/provider_a (Paystack's API), {base}/provider_b, {base}/provider_c (gateway protocol)\n  \
-         SMS gateway: {base}/sms/messages   SMTP sink: {smtp}\n  \
+         SMS gateway: {base}/sms/messages   SMTP sink: {smtp} (STARTTLS; trust {ca} with TESSERA_EXTRA_CA_FILE)\n  \
          control API: {base}/sandbox/…  (docs/providers.md)",
         base = sandbox.base_url(),
         smtp = sandbox.smtp_addr().map(|a| a.to_string()).unwrap_or_else(|| "off".into()),
+        ca = ca.display(),
     );
     stop.await;
     sandbox.stop();

@@ -419,6 +419,41 @@ pub struct SmtpSettings {
     pub password_sealed: Option<String>,
     pub from_address: Option<String>,
     pub from_name: Option<String>,
+    /// `email.smtpTls` (D17.7): STARTTLS unless set.
+    pub tls: SmtpTls,
+}
+
+/// How e-mail reaches its SMTP server (D17.7): `starttls` (the default; the server must offer
+/// STARTTLS), `tls` (implicit TLS, usual on port 465) or `none` (plain, only where private
+/// endpoints are allowed, D16.25). A TLS failure never falls back to plain.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SmtpTls {
+    #[default]
+    StartTls,
+    Implicit,
+    None,
+}
+
+impl SmtpTls {
+    /// The values of `notifications.email.smtpTls`.
+    pub const NAMES: [&'static str; 3] = ["starttls", "tls", "none"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "starttls" => Some(SmtpTls::StartTls),
+            "tls" => Some(SmtpTls::Implicit),
+            "none" => Some(SmtpTls::None),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SmtpTls::StartTls => "starttls",
+            SmtpTls::Implicit => "tls",
+            SmtpTls::None => "none",
+        }
+    }
 }
 
 /// `notifications.sms`: the account's HTTP SMS gateway.
@@ -440,6 +475,7 @@ impl NotificationsSettings {
             password_sealed: sealed_at(e, "password"),
             from_address: setting_str(e, "fromAddress"),
             from_name: setting_str(e, "fromName"),
+            tls: setting_str(e, "smtpTls").and_then(|t| SmtpTls::parse(&t)).unwrap_or_default(),
         });
         let sms = v.get("sms").map_or_else(SmsSettings::default, |s| SmsSettings {
             base_url: setting_str(s, "baseUrl"),
@@ -558,6 +594,7 @@ pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
                     }
                 }
                 v.string(email, "fromName", "email.", 255);
+                v.one_of(email, "smtpTls", "email.", &SmtpTls::NAMES);
             }
             if let Some(sms) = v.object(o, "sms", "") {
                 v.url(sms, "baseUrl", "sms.");
@@ -599,7 +636,8 @@ pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
 }
 
 /// Outbound URLs an account supplies (provider and SMS `baseUrl`) must pass the private-address
-/// guard (D16.25): https to a public host unless the platform allows private endpoints.
+/// guard (D16.25): https to a public host unless the platform allows private endpoints; so must
+/// plain SMTP (`email.smtpTls: none`, D17.7).
 pub fn check_outbound_urls(category: &str, config: &Value, allow_private: bool) -> Result<(), DomainError> {
     let mut urls: Vec<(String, &str)> = Vec::new();
     match category {
@@ -620,6 +658,16 @@ pub fn check_outbound_urls(category: &str, config: &Value, allow_private: bool) 
         _ => {}
     }
     let mut check = Check::new();
+    // Plain SMTP sends the password and the mail in clear: loopback rigs only (D17.7, D17.44).
+    if category == "notifications"
+        && !allow_private
+        && config.pointer("/email/smtpTls").and_then(Value::as_str) == Some(SmtpTls::None.as_str())
+    {
+        check.fail(
+            "config.email.smtpTls",
+            "none (plain SMTP) is allowed only where private endpoints are allowed; use starttls or tls",
+        );
+    }
     for (field, url) in urls {
         if let Err(why) = super::urls::check_account_url(url, allow_private) {
             check.fail(field, why);
@@ -695,6 +743,26 @@ mod tests {
     }
 
     #[test]
+    fn plain_smtp_is_refused_unless_private_endpoints_are_allowed() {
+        let plain = json!({"email": {"smtpHost": "127.0.0.1", "smtpTls": "none"}});
+        assert!(validate("notifications", &plain).is_ok());
+        let DomainError::Validation(errs) = check_outbound_urls("notifications", &plain, false).expect_err("refused")
+        else {
+            panic!()
+        };
+        assert_eq!(errs[0].field, "config.email.smtpTls");
+        assert!(check_outbound_urls("notifications", &plain, true).is_ok());
+        let DomainError::Validation(errs) =
+            validate("notifications", &json!({"email": {"smtpTls": "ssl"}})).expect_err("unknown")
+        else {
+            panic!()
+        };
+        assert_eq!(errs[0].field, "config.email.smtpTls");
+        let tls = NotificationsSettings::from_value(&json!({"email": {"smtpHost": "h", "smtpTls": "tls"}}));
+        assert_eq!(tls.email.map(|e| e.tls), Some(SmtpTls::Implicit));
+    }
+
+    #[test]
     fn short_secrets_show_no_characters() {
         assert_eq!(visible_tail("12345678"), "");
         assert_eq!(visible_tail("123456789"), "6789");
@@ -714,6 +782,7 @@ mod tests {
             ("smtp.example.com", 25, Some("ct"))
         );
         assert_eq!((n.sms.base_url.as_deref(), n.sms.sender_id), (Some("https://sms.example.com"), None));
+        assert_eq!(smtp.tls, SmtpTls::StartTls, "STARTTLS unless set");
         assert_eq!(
             NotificationsSettings::from_value(&json!({"email": {"smtpHost": ""}})),
             NotificationsSettings::default()

@@ -75,6 +75,7 @@ impl Sandbox {
             db: Mutex::new(Db::default()),
             http,
             stop: stop.clone(),
+            smtp_tls: smtp::SinkTls::generate().context("sandbox: the SMTP sink's certificate")?,
         });
         let app = router(shared.clone());
         let token = stop.clone();
@@ -85,7 +86,7 @@ impl Sandbox {
             }
         });
         if let Some(l) = smtp {
-            tokio::spawn(smtp::serve(l, shared.clone()));
+            tokio::spawn(smtp::serve(l, shared.clone(), false));
         }
         Ok(SandboxHandle { shared, smtp_addr })
     }
@@ -115,6 +116,29 @@ impl SandboxHandle {
 
     pub fn smtp_addr(&self) -> Option<SocketAddr> {
         self.smtp_addr
+    }
+
+    /// The PEM of the CA that issued the SMTP sink's certificate (what a client trusts).
+    pub fn ca_pem(&self) -> &str {
+        &self.shared.smtp_tls.ca_pem
+    }
+
+    /// Writes [`Self::ca_pem`] to `<dir>/sandbox-ca.pem` (D17.44) and returns that path.
+    pub fn write_ca_pem(&self, dir: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join("sandbox-ca.pem");
+        std::fs::write(&path, self.ca_pem()).with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    }
+
+    /// Opens a second SMTP listener that speaks implicit TLS (as on port 465) with the same
+    /// certificate; returns its address.
+    pub async fn listen_smtps(&self, addr: SocketAddr) -> anyhow::Result<SocketAddr> {
+        let l =
+            tokio::net::TcpListener::bind(addr).await.with_context(|| format!("sandbox: binding SMTPS on {addr}"))?;
+        let bound = l.local_addr()?;
+        tokio::spawn(smtp::serve(l, self.shared.clone(), true));
+        Ok(bound)
     }
 
     /// Where webhooks go from now on (Tessera's base URL).
@@ -378,6 +402,8 @@ pub(crate) struct Shared {
     db: Mutex<Db>,
     http: reqwest::Client,
     stop: CancellationToken,
+    /// The SMTP sink's certificate and CA (D17.7).
+    smtp_tls: smtp::SinkTls,
 }
 
 impl Shared {

@@ -1,14 +1,17 @@
-//! The sandbox's SMTP sink (D11.3, D13.3): enough of RFC 5321 for a real client (lettre) to
-//! deliver — HELO/EHLO, MAIL FROM, RCPT TO, DATA with dot-unstuffing, RSET, NOOP, QUIT — and AUTH
-//! PLAIN/LOGIN accepted as given, so clients configured with credentials work. No TLS. Each
-//! message is parsed with `mail-parser` into `from`, `to`, `subject`, `text`, `html` and kept in
-//! memory for `GET /sandbox/mail`.
+//! The sandbox's SMTP sink (D11.3, D13.3, D17.7): enough of RFC 5321 for a real client (lettre)
+//! to deliver — HELO/EHLO, STARTTLS, MAIL FROM, RCPT TO, DATA with dot-unstuffing, RSET, NOOP,
+//! QUIT — and AUTH PLAIN/LOGIN accepted as given, so clients configured with credentials work.
+//! It offers STARTTLS with a certificate it generates at start, issued by its own CA, whose PEM
+//! the sandbox writes to `<data-dir>/sandbox-ca.pem`; an extra listener can speak implicit TLS.
+//! Each message is parsed with `mail-parser` into `from`, `to`, `subject`, `text`, `html` (and
+//! `tls`: whether it came over TLS) and kept in memory for `GET /sandbox/mail`.
 use std::sync::Arc;
 
 use mail_parser::{MessageParser, PartType};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
 
 use super::{now_rfc3339, push_bounded, Shared};
 
@@ -17,7 +20,49 @@ const MAX_MESSAGE: usize = 10 * 1024 * 1024;
 /// Longest command line.
 const MAX_LINE: usize = 4096;
 
-pub(super) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+/// The sink's TLS: its CA's PEM (what a client trusts) and the acceptor of its certificate.
+pub(super) struct SinkTls {
+    pub ca_pem: String,
+    pub acceptor: TlsAcceptor,
+}
+
+impl SinkTls {
+    /// A fresh CA and a server certificate it issues for `localhost`, 127.0.0.1 and ::1
+    /// (ECDSA P-256, generated in memory: no download, nothing on disk but the CA's PEM).
+    pub fn generate() -> anyhow::Result<SinkTls> {
+        use rcgen::{
+            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
+            SanType,
+        };
+        use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+
+        let ca_key = KeyPair::generate()?;
+        let mut ca = CertificateParams::new(Vec::<String>::new())?;
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name.push(DnType::CommonName, "Tessera sandbox CA");
+        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        let ca_cert = ca.self_signed(&ca_key)?;
+        let key = KeyPair::generate()?;
+        let mut leaf = CertificateParams::new(vec!["localhost".to_string()])?;
+        leaf.subject_alt_names.push(SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
+        leaf.subject_alt_names.push(SanType::IpAddress(std::net::Ipv6Addr::LOCALHOST.into()));
+        leaf.distinguished_name.push(DnType::CommonName, "tessera-sandbox");
+        leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let cert = leaf.signed_by(&key, &ca_cert, &ca_key)?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone(), ca_cert.der().clone()],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+            )?;
+        Ok(SinkTls { ca_pem: ca_cert.pem(), acceptor: TlsAcceptor::from(Arc::new(config)) })
+    }
+}
+
+/// Serves SMTP on `listener`: STARTTLS offered, or TLS from the first byte when `implicit`.
+pub(super) async fn serve(listener: TcpListener, shared: Arc<Shared>, implicit: bool) {
     loop {
         let accepted = tokio::select! {
             _ = shared.stop.cancelled() => return,
@@ -27,11 +72,10 @@ pub(super) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             Ok((stream, _)) => {
                 let shared = shared.clone();
                 tokio::spawn(async move {
-                    let (r, w) = stream.into_split();
                     let stop = shared.stop.clone();
                     tokio::select! {
                         _ = stop.cancelled() => {}
-                        res = session(r, w, &shared) => {
+                        res = connection(stream, &shared, implicit) => {
                             if let Err(e) = res {
                                 tracing::debug!(error = %e, "sandbox SMTP session ended");
                             }
@@ -45,6 +89,31 @@ pub(super) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             }
         }
     }
+}
+
+/// One client: in clear until STARTTLS (then the dialogue starts over inside TLS, RFC 3207), or
+/// inside TLS from the start.
+async fn connection(stream: TcpStream, shared: &Shared, implicit: bool) -> std::io::Result<()> {
+    let acceptor = &shared.smtp_tls.acceptor;
+    if implicit {
+        let tls = tokio::time::timeout(IDLE, acceptor.accept(stream)).await??;
+        let mut r = BufReader::new(tls);
+        reply(r.get_mut(), "220 tessera-sandbox ESMTP ready\r\n").await?;
+        dialogue(&mut r, shared, true).await?;
+        return Ok(());
+    }
+    let mut r = BufReader::new(stream);
+    reply(r.get_mut(), "220 tessera-sandbox ESMTP ready\r\n").await?;
+    if dialogue(&mut r, shared, false).await? == Step::StartTls {
+        if !r.buffer().is_empty() {
+            // Commands sent ahead of the handshake would be taken as if protected (RFC 3207 §5).
+            return Ok(());
+        }
+        let tls = tokio::time::timeout(IDLE, acceptor.accept(r.into_inner())).await??;
+        let mut r = BufReader::new(tls);
+        dialogue(&mut r, shared, true).await?;
+    }
+    Ok(())
 }
 
 /// A client silent this long is disconnected, as RFC 5321 servers do (4.5.3.2 suggests 5 min).
@@ -82,28 +151,34 @@ fn path_arg(rest: &str) -> String {
     }
 }
 
-async fn session<R, W>(r: R, mut w: W, shared: &Shared) -> std::io::Result<()>
+/// How a dialogue ended.
+#[derive(PartialEq, Eq)]
+enum Step {
+    Done,
+    StartTls,
+}
+
+/// The SMTP dialogue on `r` (written to through `r.get_mut()`); `tls`: it runs inside TLS.
+async fn dialogue<S>(r: &mut BufReader<S>, shared: &Shared, tls: bool) -> std::io::Result<Step>
 where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut r = BufReader::new(r);
-    reply(&mut w, "220 tessera-sandbox ESMTP ready\r\n").await?;
     let mut from: Option<String> = None;
     let mut rcpts: Vec<String> = Vec::new();
-    while let Some(line) = read_line(&mut r, MAX_LINE).await? {
+    while let Some(line) = read_line(r, MAX_LINE).await? {
         let line = String::from_utf8_lossy(&line).to_string();
         let (verb, rest) = match line.split_once(' ') {
-            Some((v, r)) => (v.to_ascii_uppercase(), r.to_string()),
+            Some((v, rest)) => (v.to_ascii_uppercase(), rest.to_string()),
             None => (line.to_ascii_uppercase(), String::new()),
         };
         match verb.as_str() {
-            "HELO" => reply(&mut w, "250 tessera-sandbox\r\n").await?,
+            "HELO" => reply(r.get_mut(), "250 tessera-sandbox\r\n").await?,
             "EHLO" => {
+                let starttls = if tls { "" } else { "250-STARTTLS\r\n" };
                 let text = format!(
-                    "250-tessera-sandbox\r\n250-8BITMIME\r\n250-SMTPUTF8\r\n250-AUTH PLAIN LOGIN\r\n250 SIZE {MAX_MESSAGE}\r\n"
+                    "250-tessera-sandbox\r\n{starttls}250-8BITMIME\r\n250-SMTPUTF8\r\n250-AUTH PLAIN LOGIN\r\n250 SIZE {MAX_MESSAGE}\r\n"
                 );
-                reply(&mut w, &text).await?
+                reply(r.get_mut(), &text).await?
             }
             "AUTH" => {
                 let mut parts = rest.split_whitespace();
@@ -112,56 +187,56 @@ where
                 match mech.as_str() {
                     "PLAIN" => {
                         if initial.is_none() {
-                            reply(&mut w, "334 \r\n").await?;
-                            if read_line(&mut r, MAX_LINE).await?.is_none() {
-                                return Ok(());
+                            reply(r.get_mut(), "334 \r\n").await?;
+                            if read_line(r, MAX_LINE).await?.is_none() {
+                                return Ok(Step::Done);
                             }
                         }
                     }
                     "LOGIN" => {
                         if initial.is_none() {
-                            reply(&mut w, "334 VXNlcm5hbWU6\r\n").await?;
-                            if read_line(&mut r, MAX_LINE).await?.is_none() {
-                                return Ok(());
+                            reply(r.get_mut(), "334 VXNlcm5hbWU6\r\n").await?;
+                            if read_line(r, MAX_LINE).await?.is_none() {
+                                return Ok(Step::Done);
                             }
                         }
-                        reply(&mut w, "334 UGFzc3dvcmQ6\r\n").await?;
-                        if read_line(&mut r, MAX_LINE).await?.is_none() {
-                            return Ok(());
+                        reply(r.get_mut(), "334 UGFzc3dvcmQ6\r\n").await?;
+                        if read_line(r, MAX_LINE).await?.is_none() {
+                            return Ok(Step::Done);
                         }
                     }
                     _ => {
-                        reply(&mut w, "504 5.5.4 Unrecognized authentication type\r\n").await?;
+                        reply(r.get_mut(), "504 5.5.4 Unrecognized authentication type\r\n").await?;
                         continue;
                     }
                 }
-                reply(&mut w, "235 2.7.0 Authentication successful\r\n").await?
+                reply(r.get_mut(), "235 2.7.0 Authentication successful\r\n").await?
             }
             "MAIL" => {
                 let arg = rest.split_once(':').map(|(_, a)| a).unwrap_or_default();
                 from = Some(path_arg(arg));
                 rcpts.clear();
-                reply(&mut w, "250 2.1.0 OK\r\n").await?
+                reply(r.get_mut(), "250 2.1.0 OK\r\n").await?
             }
             "RCPT" => {
                 if from.is_none() {
-                    reply(&mut w, "503 5.5.1 MAIL first\r\n").await?;
+                    reply(r.get_mut(), "503 5.5.1 MAIL first\r\n").await?;
                     continue;
                 }
                 let arg = rest.split_once(':').map(|(_, a)| a).unwrap_or_default();
                 rcpts.push(path_arg(arg));
-                reply(&mut w, "250 2.1.5 OK\r\n").await?
+                reply(r.get_mut(), "250 2.1.5 OK\r\n").await?
             }
             "DATA" => {
                 if from.is_none() || rcpts.is_empty() {
-                    reply(&mut w, "503 5.5.1 MAIL and RCPT first\r\n").await?;
+                    reply(r.get_mut(), "503 5.5.1 MAIL and RCPT first\r\n").await?;
                     continue;
                 }
-                reply(&mut w, "354 End data with <CR><LF>.<CR><LF>\r\n").await?;
+                reply(r.get_mut(), "354 End data with <CR><LF>.<CR><LF>\r\n").await?;
                 let mut data: Vec<u8> = Vec::new();
                 let mut too_big = false;
                 loop {
-                    let Some(l) = read_line(&mut r, MAX_MESSAGE).await? else { return Ok(()) };
+                    let Some(l) = read_line(r, MAX_MESSAGE).await? else { return Ok(Step::Done) };
                     if l == b"." {
                         break;
                     }
@@ -174,12 +249,13 @@ where
                     data.extend_from_slice(b"\r\n");
                 }
                 if too_big {
-                    reply(&mut w, "552 5.3.4 Message too big\r\n").await?;
+                    reply(r.get_mut(), "552 5.3.4 Message too big\r\n").await?;
                 } else {
                     let envelope_from = from.take().unwrap_or_default();
-                    let entry = parse_message(&data, &envelope_from, &rcpts);
+                    let mut entry = parse_message(&data, &envelope_from, &rcpts);
+                    entry["tls"] = json!(tls);
                     push_bounded(&mut shared.db().mail, entry);
-                    reply(&mut w, "250 2.0.0 OK queued\r\n").await?;
+                    reply(r.get_mut(), "250 2.0.0 OK queued\r\n").await?;
                 }
                 from = None;
                 rcpts.clear();
@@ -187,18 +263,22 @@ where
             "RSET" => {
                 from = None;
                 rcpts.clear();
-                reply(&mut w, "250 2.0.0 OK\r\n").await?
+                reply(r.get_mut(), "250 2.0.0 OK\r\n").await?
             }
-            "NOOP" => reply(&mut w, "250 2.0.0 OK\r\n").await?,
+            "NOOP" => reply(r.get_mut(), "250 2.0.0 OK\r\n").await?,
             "QUIT" => {
-                reply(&mut w, "221 2.0.0 Bye\r\n").await?;
-                return Ok(());
+                reply(r.get_mut(), "221 2.0.0 Bye\r\n").await?;
+                return Ok(Step::Done);
             }
-            "STARTTLS" => reply(&mut w, "454 4.7.0 TLS not available\r\n").await?,
-            _ => reply(&mut w, "502 5.5.2 Command not recognized\r\n").await?,
+            "STARTTLS" if tls => reply(r.get_mut(), "503 5.5.1 TLS already active\r\n").await?,
+            "STARTTLS" => {
+                reply(r.get_mut(), "220 2.0.0 Ready to start TLS\r\n").await?;
+                return Ok(Step::StartTls);
+            }
+            _ => reply(r.get_mut(), "502 5.5.2 Command not recognized\r\n").await?,
         }
     }
-    Ok(())
+    Ok(Step::Done)
 }
 
 /// A received message as `GET /sandbox/mail` lists it. Header addresses win; the envelope fills

@@ -10,6 +10,7 @@ mod crash;
 mod foundation;
 mod hardening;
 mod isolation;
+mod mail;
 mod metrics;
 mod my_tickets;
 mod notifications;

@@ -50,6 +50,9 @@ pub(crate) async fn spawn_paid_with(b: Backend, tweak: impl FnOnce(&mut tessera_
     let urls: Vec<String> =
         ["provider_a", "provider_b", "provider_c"].iter().map(|p| sandbox.provider_url(p)).collect();
     let app = spawn_with(b, |c| {
+        // Mail goes to the sandbox's sink over STARTTLS, its CA trusted as an operator would (D17.7).
+        let ca = sandbox.write_ca_pem(&c.data_dir).expect("sandbox-ca.pem");
+        c.security.extra_ca_file = ca.display().to_string();
         for (name, url) in ["provider_a", "provider_b", "provider_c"].into_iter().zip(&urls) {
             let shared = c.providers.get_mut(name).expect("every provider has a [providers.*] entry");
             shared.base_url = url.clone();

@@ -316,6 +316,7 @@ async fn passcodes_and_session_tokens_never_reach_the_server_log_or_the_audit_lo
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .env("TESSERA_LOG", "debug")
         .env("TESSERA_SMTP_URL", format!("smtp://{smtp}"))
+        .env("TESSERA_EXTRA_CA_FILE", sandbox.write_ca_pem(dir.path()).expect("sandbox-ca.pem"))
         .env("TESSERA_ALLOW_PRIVATE_ENDPOINTS", "1")
         .env("TESSERA_WORKER_POLL_MS", "50")
         .stdout(Stdio::piped())
