@@ -146,6 +146,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (5, "tickets", include_str!("../../migrations/0005_tickets.sql")),
     (6, "portal", include_str!("../../migrations/0006_portal.sql")),
     (7, "list_order", include_str!("../../migrations/0007_list_order.sql")),
+    (9, "email_case", include_str!("../../migrations/0009_email_case.sql")),
 ];
 
 impl Store {
