@@ -170,7 +170,9 @@ pub fn parse_patch(i: &TicketTypePatchInput<'_>) -> Result<TicketTypePatch, Doma
         name: i.name.and_then(|n| check.take(text("name", n, 1, 255))),
         description: i.description.and_then(|d| check.take(text("description", d, 0, 5000))),
         price: i.price.and_then(|p| check.take(money::from_ghs("price", p))),
-        quantity_available: i.quantity_available.and_then(|q| check.take(int_in("quantity_available", q, 0, 1_000_000))),
+        quantity_available: i
+            .quantity_available
+            .and_then(|q| check.take(int_in("quantity_available", q, 0, 1_000_000))),
         max_per_person: i.max_per_person.and_then(|m| check.take(int_in("max_per_person", m, 1, 100))),
         status: i.status.and_then(|s| check.take(TicketTypeStatus::parse("status", s))),
     };

@@ -135,5 +135,5 @@ async fn provider_summary(state: &AppState, account_id: &str) -> Result<Vec<Prov
 
 use crate::flows::routing::{credentials, payments_settings, routes};
 use crate::http::envelope::Envelope;
-use crate::providers::payments::ProviderId;
 use crate::http::openapi::SignedErrors;
+use crate::providers::payments::ProviderId;

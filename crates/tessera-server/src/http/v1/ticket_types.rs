@@ -8,20 +8,20 @@ use utoipa::{IntoParams, ToSchema};
 use super::{audit, campaign_id};
 use crate::domain::campaigns::CampaignStatus;
 use crate::domain::check::Check;
-use crate::domain::money::to_ghs;
 use crate::domain::is_uuid;
+use crate::domain::money::to_ghs;
 use crate::domain::ticket_types::{
     parse_bootstrap, parse_new, parse_patch, remaining, TicketTypeInput, TicketTypePatchInput, TicketTypeStatus,
     FIELD_TYPES, KINDS,
 };
-use crate::flows::modules::{self, Module};
 use crate::domain::time::rfc3339;
+use crate::flows::modules::{self, Module};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, ApiJson, DomainKey, ListFilters, ListQuery, Signed};
 use crate::http::openapi::{
-    string_enum, BodyErrors, Conflict, ModuleDomainKeyErrors, ModuleSignedErrors, NotFound,
-    QuantityConflict, QueryErrors,
+    string_enum, BodyErrors, Conflict, ModuleDomainKeyErrors, ModuleSignedErrors, NotFound, QuantityConflict,
+    QueryErrors,
 };
 use crate::state::AppState;
 use crate::store::ticket_types::{TicketType, TicketTypeQuery};
