@@ -132,19 +132,19 @@ pub async fn create(
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[schema(example = json!({"status": "eliminated"}))]
 pub struct ParticipantPatchIn {
-    /// 1–255 characters (after trimming).
-    #[schema(value_type = String, min_length = 1, max_length = 255, required = false)]
-    pub name: Option<String>,
-    /// At most 5000 characters.
-    #[schema(value_type = String, max_length = 5000, required = false)]
-    pub description: Option<String>,
-    /// An absolute https URL of at most 2048 characters.
-    #[schema(value_type = String, format = "uri", max_length = 2048, pattern = "^https://", required = false)]
-    pub image_url: Option<String>,
-    /// hidden and eliminated nominees take no votes (409 `participant_not_votable`); hidden ones
-    /// leave every public list.
+    /// `hidden` and `eliminated` nominees take no votes (409 `participant_not_votable`); hidden
+    /// ones leave every public list.
     #[schema(schema_with = participant_status_schema, required = false)]
     pub status: Option<String>,
+    /// The new name: 1–255 characters once trimmed.
+    #[schema(value_type = String, min_length = 1, max_length = 255, required = false)]
+    pub name: Option<String>,
+    /// The new description, up to 5000 characters.
+    #[schema(value_type = String, max_length = 5000, required = false)]
+    pub description: Option<String>,
+    /// The new picture: an absolute https URL (≤ 2048 characters).
+    #[schema(value_type = String, format = "uri", max_length = 2048, pattern = "^https://", required = false)]
+    pub image_url: Option<String>,
 }
 
 /// PATCH /api/white-label/v1/participants/{id} — Signed — campaigns:write
