@@ -265,6 +265,11 @@ async fn a_participant_patch_changes_only_the_fields_given(b: Backend) {
     assert_eq!(r.json()["data"]["name"], "Ama K. Mensah");
     // The new name is searchable.
     assert_eq!(names(&list(&app, "?search=k.%20mensah").await["data"]), strings(&["Ama K. Mensah"]));
+    let entries = crate::ticket_types::audit_actions(&app, id);
+    let actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().unwrap_or("")).collect();
+    assert_eq!(actions, ["participant.status_changed", "participant.updated", "participant.created"]);
+    assert_eq!(entries[0]["summary"]["after"]["status"], "eliminated", "{}", entries[0]);
+    assert_eq!(entries[1]["summary"]["before"]["name"], "Ama Mensah", "{}", entries[1]);
 }
 
 async fn each_broken_participant_patch_rule_is_a_400_naming_its_field(b: Backend) {

@@ -575,6 +575,25 @@ async fn a_ticket_type_patch_changes_only_the_fields_given(b: Backend) {
         (Some(20), Some(20), Some(2))
     );
     assert_eq!(d["status"], "archived");
+    // A refused change writes nothing; the two changes are audited, the status move as such.
+    let r = send_default(&app, Method::PATCH, &type_path(id), Some(json!({"price": -1}))).await;
+    assert_eq!(r.status, 400);
+    let actions = audit_actions(&app, id);
+    assert_eq!(
+        actions.iter().map(|e| e["action"].as_str().unwrap_or("")).collect::<Vec<_>>(),
+        ["ticket_type.status_changed", "ticket_type.updated", "ticket_type.created"]
+    );
+    assert_eq!(actions[0]["summary"]["before"]["status"], "active", "{}", actions[0]);
+    assert_eq!(actions[0]["summary"]["after"]["quantity_available"], 20, "{}", actions[0]);
+    assert_eq!(actions[1]["keyId"], app.account.private.key_id.as_str(), "{}", actions[1]);
+}
+
+/// The audit entries of one entity, newest first (through the operator CLI).
+pub(crate) fn audit_actions(app: &TestApp, entity: &str) -> Vec<Value> {
+    let out = app.cli(&["admin", "audit", "list", "--account", &app.account.slug, "--json"]);
+    assert!(out.status.success(), "audit list: {}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    v["entries"].as_array().expect("entries").iter().filter(|e| e["entityId"] == entity).cloned().collect()
 }
 
 async fn each_broken_ticket_type_patch_rule_is_a_400_naming_that_field(b: Backend) {
