@@ -38,9 +38,11 @@ pub struct Domain {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderSummary {
-    pub name: String,
-    pub role: String,
-    pub configured: bool,
+    pub provider: String,
+    /// `account` or `platform` (D17.13).
+    pub source: String,
+    pub is_default: bool,
+    pub is_fallback: bool,
 }
 
 /// `GET /context`.

@@ -78,6 +78,10 @@ pub enum DomainError {
     InvalidTransition(String),
     #[error("{0}")]
     Conflict(String),
+    /// A refusal with its own contract code (`quantity_below_sold`, `participant_not_votable`,
+    /// `module_disabled`, D17.14–15): `status` 403 or 409.
+    #[error("{message}")]
+    Refused { status: u16, code: &'static str, message: String },
 }
 
 impl DomainError {

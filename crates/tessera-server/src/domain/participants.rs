@@ -68,6 +68,47 @@ pub fn parse_new(i: &ParticipantInput<'_>) -> Result<(String, NewParticipant), D
     Ok((campaign.unwrap_or_default().to_string(), p))
 }
 
+/// The fields of a `PATCH /participants/:id` body as sent (D17.15).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ParticipantPatchInput<'a> {
+    pub name: Option<&'a str>,
+    pub description: Option<&'a str>,
+    pub image_url: Option<&'a str>,
+    pub status: Option<&'a str>,
+}
+
+/// A valid change to a nominee: each field present is set, the others kept.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ParticipantPatch {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub image_url: Option<String>,
+    pub status: Option<ParticipantStatus>,
+}
+
+/// Parses a `PATCH /participants/:id` body under the rules of creation (D3.7, D17.15).
+pub fn parse_patch(i: &ParticipantPatchInput<'_>) -> Result<ParticipantPatch, DomainError> {
+    let mut check = Check::new();
+    let patch = ParticipantPatch {
+        name: i.name.and_then(|n| check.take(text("name", n, 1, 255))),
+        description: i.description.and_then(|d| check.take(text("description", d, 0, 5000))),
+        image_url: i.image_url.and_then(|u| check.take(url("imageUrl", u, true))),
+        status: i.status.and_then(|s| check.take(ParticipantStatus::parse("status", s))),
+    };
+    check.finish()?;
+    Ok(patch)
+}
+
+/// The refusal of a vote for a hidden or eliminated nominee (409 `participant_not_votable`,
+/// D17.15).
+pub fn not_votable(status: ParticipantStatus) -> DomainError {
+    DomainError::Refused {
+        status: 409,
+        code: "participant_not_votable",
+        message: format!("this participant is {status} and does not take votes"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -110,40 +110,6 @@ fn check_patch_at(path: &str, v: &Value, check: &mut Check) {
     }
 }
 
-/// Items of `providerSummary`: one per configured payment provider, never a secret.
-pub fn provider_summary(payments: Option<&Value>) -> Vec<Value> {
-    let Some(p) = payments.and_then(Value::as_object) else { return Vec::new() };
-    let default = p.get("defaultProvider").and_then(Value::as_str);
-    let fallback = p.get("fallbackProvider").and_then(Value::as_str);
-    let providers = p.get("providers").and_then(Value::as_object);
-    let shared = p.get("useSharedDefaults").and_then(Value::as_bool).unwrap_or(false);
-    let mut names: Vec<&str> = PROVIDERS
-        .into_iter()
-        .filter(|n| Some(*n) == default || Some(*n) == fallback || providers.is_some_and(|m| m.contains_key(*n)))
-        .collect();
-    names.sort_by_key(|n| (Some(*n) != default, Some(*n) != fallback, *n));
-    names
-        .into_iter()
-        .map(|name| {
-            let role = if Some(name) == default {
-                "default"
-            } else if Some(name) == fallback {
-                "fallback"
-            } else {
-                "configured"
-            };
-            let own = providers.and_then(|m| m.get(name)).and_then(Value::as_object);
-            let configured = shared || own.is_some_and(|o| o.get("secretKey").is_some_and(|v| !v.is_null()));
-            let mut item = Map::new();
-            item.insert("name".into(), name.into());
-            item.insert("role".into(), role.into());
-            item.insert("configured".into(), configured.into());
-            item.insert("usesSharedDefaults".into(), (shared && own.is_none()).into());
-            Value::Object(item)
-        })
-        .collect()
-}
-
 /// Marker key of a sealed secret as stored: `{"$sealed": "<ciphertext>", "last4": "abcd"}`.
 pub const SEALED: &str = "$sealed";
 

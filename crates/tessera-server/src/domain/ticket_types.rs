@@ -140,6 +140,55 @@ pub fn parse_bootstrap(
     Ok((campaign.unwrap_or_default().to_string(), types))
 }
 
+/// The fields of a `PATCH /ticket-types/:id` body as sent (D17.15).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TicketTypePatchInput<'a> {
+    pub name: Option<&'a str>,
+    pub description: Option<&'a str>,
+    pub price: Option<&'a Value>,
+    pub quantity_available: Option<&'a Value>,
+    pub max_per_person: Option<&'a Value>,
+    pub status: Option<&'a str>,
+}
+
+/// A valid change to a ticket type: each field present is set, the others kept. The quantity's
+/// floor (sold + held) is the store's to check, in the updating statement.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct TicketTypePatch {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub price: Option<i64>,
+    pub quantity_available: Option<i64>,
+    pub max_per_person: Option<i64>,
+    pub status: Option<TicketTypeStatus>,
+}
+
+/// Parses a `PATCH /ticket-types/:id` body under the rules of creation (D3.5, D17.15).
+pub fn parse_patch(i: &TicketTypePatchInput<'_>) -> Result<TicketTypePatch, DomainError> {
+    let mut check = Check::new();
+    let patch = TicketTypePatch {
+        name: i.name.and_then(|n| check.take(text("name", n, 1, 255))),
+        description: i.description.and_then(|d| check.take(text("description", d, 0, 5000))),
+        price: i.price.and_then(|p| check.take(money::from_ghs("price", p))),
+        quantity_available: i
+            .quantity_available
+            .and_then(|q| check.take(int_in("quantity_available", q, 0, 1_000_000))),
+        max_per_person: i.max_per_person.and_then(|m| check.take(int_in("max_per_person", m, 1, 100))),
+        status: i.status.and_then(|s| check.take(TicketTypeStatus::parse("status", s))),
+    };
+    check.finish()?;
+    Ok(patch)
+}
+
+/// The refusal of a quantity below what is already sold or held (409 `quantity_below_sold`).
+pub fn quantity_below_sold(sold_and_held: i64) -> DomainError {
+    DomainError::Refused {
+        status: 409,
+        code: "quantity_below_sold",
+        message: format!("quantity_available cannot go below the {sold_and_held} seats already sold or held"),
+    }
+}
+
 /// A parse that broke no rule yet returned nothing (cannot happen: every field it needs is
 /// either required or defaulted).
 fn incomplete() -> DomainError {

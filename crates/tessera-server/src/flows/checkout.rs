@@ -28,6 +28,7 @@ use crate::store::tickets::Ticket;
 use crate::store::StoreError;
 
 use super::fulfilment::{fulfil, Purchase};
+use super::modules::{self, Module};
 use super::routing::{fee_policy, payments_settings, routes};
 use super::{FlowError, FlowResult};
 
@@ -136,7 +137,7 @@ async fn price(state: &AppState, account: &str, o: &mut Order) -> FlowResult<Pri
                 return Err(StoreError::NotFound("participant").into());
             }
             if p.status != ParticipantStatus::Active {
-                return Err(conflict("this participant does not take votes"));
+                return Err(crate::domain::participants::not_votable(p.status).into());
             }
             let vote_price =
                 campaign.vote_price.filter(|v| *v > 0).ok_or_else(|| conflict("the campaign has no vote_price"))?;
@@ -157,6 +158,12 @@ fn sold_out() -> StoreError {
 
 /// Initializes a payment for the account (see the module docs).
 pub async fn initialize(state: &AppState, account: &str, mut order: Order) -> FlowResult<Initialized> {
+    let module = match order.kind {
+        TransactionType::Ticket => Module::Ticketing,
+        TransactionType::Vote => Module::Voting,
+        TransactionType::Donation => Module::Donations,
+    };
+    modules::require(state, account, module).await?;
     if let Some(url) = &order.callback_url {
         check_callback(state, account, url).await?;
     }

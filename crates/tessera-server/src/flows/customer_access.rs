@@ -238,6 +238,9 @@ pub async fn request_holder_passcode(
         return Err(AccessError::NotFound("campaign"));
     }
     let title = store.campaign(account_id, campaign_id).await?.title;
+    // Matched in lower case (D17.10): the challenge, its throttle and the session it opens name
+    // the address lower-cased; tickets keep the address as the buyer gave it.
+    let email = &email.to_lowercase();
     let send = Passcode {
         account_id: Some(account_id),
         campaign_id: Some(campaign_id),

@@ -14,12 +14,14 @@
 //! - [`callbacks`]: a provider's callback verified and stored, later reconciled through
 //!   [`fulfilment`] or [`payouts`].
 //! - [`approvals`]: four-eyes approval requests, their decisions and effects.
+//! - [`modules`]: the guard of the routes an account turned off (`operations.modules`).
 //! - [`customer_access`]: one-time passcodes and sessions for ticket holders and portal members.
 pub mod approvals;
 pub mod callbacks;
 pub mod checkout;
 pub mod customer_access;
 pub mod fulfilment;
+pub mod modules;
 pub mod payouts;
 pub mod routing;
 

@@ -245,6 +245,9 @@ impl From<DomainError> for ApiError {
             DomainError::Validation(fields) => ApiError::validation(fields.into_iter().map(Detail::from).collect()),
             DomainError::InvalidTransition(m) => ApiError::invalid_transition(m),
             DomainError::Conflict(m) => ApiError::conflict(m),
+            DomainError::Refused { status, code, message } => {
+                ApiError::new(StatusCode::from_u16(status).unwrap_or(StatusCode::CONFLICT), code, message)
+            }
         }
     }
 }

@@ -135,6 +135,29 @@ error_responses! {
         429 => LIMIT_429,
     }
 
+    /// 401, 403 and 429 of a signed route that belongs to a module (D17.14).
+    ModuleSignedErrors = ErrorEnvelope {
+        401 => AUTH_401,
+        403 => "`insufficient_scope`, `account_inactive`, `domain_not_allowed` when `x-white-label-domain` \
+                is sent and is not an approved domain of the account (D2.7–D2.8), or `module_disabled`: the \
+                account turned the route's module off in `operations.modules` (D17.14, D17.44).",
+        429 => LIMIT_429,
+    }
+
+    /// 401, 403 and 429 of a domain-key route that belongs to a module (D17.14).
+    ModuleDomainKeyErrors = ErrorEnvelope {
+        401 => "Headers missing, or the key unknown, revoked, private or not matching: `missing_auth`, `invalid_key`.",
+        403 => "`domain_not_allowed`, `insufficient_scope` or `account_inactive` (D2.3), or `module_disabled`: \
+                the account turned the route's module off in `operations.modules` (D17.14, D17.44).",
+        429 => LIMIT_429,
+    }
+
+    /// 409 of a ticket type change (D17.15).
+    QuantityConflict = ErrorEnvelope {
+        409 => "`quantity_below_sold`: `quantity_available` would go below the seats already sold or held \
+                (checked in the updating statement, so it holds under concurrent checkouts; D17.15).",
+    }
+
     Conflict = ErrorEnvelope {
         409 => "`conflict` (e.g. a slug or code taken, the wrong campaign type, a concurrent change) or \
                 `invalid_transition` (an illegal status move, D3.1).",

@@ -147,6 +147,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (6, "portal", include_str!("../../migrations/0006_portal.sql")),
     (7, "list_order", include_str!("../../migrations/0007_list_order.sql")),
     (8, "attendee_answers", include_str!("../../migrations/0008_attendee_answers.sql")),
+    (9, "email_case", include_str!("../../migrations/0009_email_case.sql")),
 ];
 
 impl Store {

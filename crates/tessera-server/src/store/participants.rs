@@ -7,7 +7,7 @@ use super::query::{contains_pattern, Arg, Filter};
 use super::{unique_to_conflict, Store, StoreError, StoreResult};
 use crate::domain::new_id;
 pub use crate::domain::participants::NewParticipant;
-use crate::domain::participants::{generated_code, ParticipantStatus};
+use crate::domain::participants::{generated_code, ParticipantPatch, ParticipantStatus};
 use crate::domain::time::now_ms;
 
 /// A nominee as stored, with the votes counted for it.
@@ -158,7 +158,56 @@ impl Store {
     }
 }
 
+/// What an audit entry shows of a nominee.
+fn summary(p: &Participant) -> serde_json::Value {
+    serde_json::json!({"name": p.name, "description": p.description, "imageUrl": p.image_url, "status": p.status.as_str()})
+}
+
+async fn read_one(conn: &mut sqlx::AnyConnection, account_id: &str, id: &str) -> StoreResult<Participant> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM participants WHERE account_id = $1 AND id = $2"))
+        .bind(account_id)
+        .bind(id)
+        .fetch_optional(conn)
+        .await?
+        .ok_or(StoreError::NotFound("participant"))?;
+    from_row(&row)
+}
+
 impl Store {
+    /// Changes a nominee (D17.15) and records the change, in one transaction.
+    pub async fn update_participant(
+        &self,
+        account_id: &str,
+        id: &str,
+        p: &ParticipantPatch,
+        audit: Audit<'_>,
+    ) -> StoreResult<Participant> {
+        let mut tx = self.writer().begin().await?;
+        let before = read_one(&mut tx, account_id, id).await?;
+        let name = p.name.as_deref().unwrap_or(&before.name);
+        sqlx::query(
+            "UPDATE participants SET name = $1, search_text = $2, description = COALESCE($3, description), \
+             image_url = COALESCE($4, image_url), status = COALESCE($5, status), updated_at = $6 \
+             WHERE account_id = $7 AND id = $8",
+        )
+        .bind(name)
+        .bind(format!("{}\n{}", name.to_lowercase(), before.code.to_lowercase()))
+        .bind(p.description.as_deref())
+        .bind(p.image_url.as_deref())
+        .bind(p.status.map(ParticipantStatus::as_str))
+        .bind(now_ms())
+        .bind(account_id)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        let after = read_one(&mut tx, account_id, id).await?;
+        let action = if before.status != after.status { "participant.status_changed" } else { "participant.updated" };
+        let summary = serde_json::json!({"before": summary(&before), "after": summary(&after)});
+        record(&mut tx, account_id, &Audit { action, entity_id: id, summary, ..audit }).await?;
+        tx.commit().await?;
+        Ok(after)
+    }
+
     /// One participant of the account (another account's looks like none).
     pub async fn participant(&self, account_id: &str, id: &str) -> StoreResult<Participant> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM participants WHERE account_id = $1 AND id = $2"))

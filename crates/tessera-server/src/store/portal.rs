@@ -172,7 +172,7 @@ async fn memberships(
 ) -> StoreResult<Vec<String>> {
     let rows = sqlx::query(
         "SELECT m.account_id FROM reseller_members m LEFT JOIN users u ON u.id = m.user_id \
-         WHERE m.status <> 'revoked' AND (m.user_id = $1 OR m.email = $2 OR u.email = $3)",
+         WHERE m.status <> 'revoked' AND (m.user_id = $1 OR lower(m.email) = lower($2) OR lower(u.email) = lower($3))",
     )
     .bind(user_id.unwrap_or(""))
     .bind(email.unwrap_or(""))
@@ -200,15 +200,19 @@ async fn ensure_unaffiliated(
     Ok(())
 }
 
-/// The user with this (lower-cased) e-mail, created when missing. Returns its id.
+/// The user with this e-mail (in any case, D17.10), created when missing. Returns its id.
 pub(crate) async fn user_for_email(conn: &mut sqlx::AnyConnection, email: &str, now: i64) -> StoreResult<String> {
-    sqlx::query("INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3) ON CONFLICT (email) DO NOTHING")
+    let find = "SELECT id FROM users WHERE lower(email) = lower($1) ORDER BY created_at, id LIMIT 1";
+    if let Some(row) = sqlx::query(find).bind(email).fetch_optional(&mut *conn).await? {
+        return Ok(row.try_get("id")?);
+    }
+    sqlx::query("INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
         .bind(new_id())
         .bind(email)
         .bind(now)
         .execute(&mut *conn)
         .await?;
-    let row = sqlx::query("SELECT id FROM users WHERE email = $1").bind(email).fetch_one(&mut *conn).await?;
+    let row = sqlx::query(find).bind(email).fetch_one(&mut *conn).await?;
     Ok(row.try_get("id")?)
 }
 
@@ -256,7 +260,7 @@ pub(crate) async fn sign_in_member(
 ) -> StoreResult<Option<Member>> {
     let row = sqlx::query(&format!(
         "SELECT {MEMBER_COLUMNS} FROM reseller_members m \
-         WHERE (m.user_id = $1 AND m.status = 'active') OR (m.user_id IS NULL AND m.email = $2 AND m.status = 'pending') \
+         WHERE (m.user_id = $1 AND m.status = 'active') OR (m.user_id IS NULL AND lower(m.email) = lower($2) AND m.status = 'pending') \
          ORDER BY m.created_at LIMIT 1"
     ))
     .bind(user_id.unwrap_or(""))
@@ -447,7 +451,7 @@ impl Store {
                 .await?
                 .ok_or(StoreError::NotFound("user"))?;
             let user_email: String = row.try_get("email")?;
-            if email.as_ref().is_some_and(|e| *e != user_email) {
+            if email.as_ref().is_some_and(|e| !e.eq_ignore_ascii_case(&user_email)) {
                 return Err(StoreError::Conflict("email is not the e-mail of userId".into()));
             }
             email = Some(user_email);
@@ -557,7 +561,7 @@ impl Store {
     /// of its user, or an invitation of the e-mail (D16.16). `None`: nobody; nothing is sent.
     pub async fn sign_in_account(&self, email: &str) -> StoreResult<Option<String>> {
         let mut conn = self.reader().acquire().await?;
-        let user: Option<String> = sqlx::query("SELECT id FROM users WHERE email = $1")
+        let user: Option<String> = sqlx::query("SELECT id FROM users WHERE lower(email) = lower($1) LIMIT 1")
             .bind(email)
             .fetch_optional(&mut *conn)
             .await?
@@ -676,7 +680,7 @@ pub(crate) async fn active_member_of_email(
     conn: &mut sqlx::AnyConnection,
     email: &str,
 ) -> StoreResult<(String, Member)> {
-    let user_id: String = sqlx::query("SELECT id FROM users WHERE email = $1")
+    let user_id: String = sqlx::query("SELECT id FROM users WHERE lower(email) = lower($1) LIMIT 1")
         .bind(email)
         .fetch_optional(&mut *conn)
         .await?

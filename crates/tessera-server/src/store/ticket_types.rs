@@ -6,10 +6,10 @@ use sqlx::Row;
 
 use super::audit::{record, Audit};
 use super::query::{Arg, Filter};
-use super::{Store, StoreError, StoreResult};
+use super::{Store, StoreError, StoreResult, UpdateError};
 use crate::domain::campaigns::{CampaignStatus, CampaignType};
 use crate::domain::new_id;
-use crate::domain::ticket_types::{NewTicketType, TicketTypeStatus};
+use crate::domain::ticket_types::{quantity_below_sold, NewTicketType, TicketTypePatch, TicketTypeStatus};
 use crate::domain::time::now_ms;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -245,6 +245,68 @@ impl Store {
             q = q.bind(id.as_str());
         }
         q.fetch_all(self.reader()).await?.iter().map(from_row).collect()
+    }
+}
+
+/// What an audit entry shows of a ticket type.
+fn summary(t: &TicketType) -> Value {
+    serde_json::json!({
+        "name": t.name, "price": t.price, "quantity_available": t.quantity_available,
+        "max_per_person": t.max_per_person, "status": t.status.as_str(),
+    })
+}
+
+async fn read_one(conn: &mut sqlx::AnyConnection, account_id: &str, id: &str) -> StoreResult<Option<TicketType>> {
+    sqlx::query(&format!("SELECT {COLUMNS} FROM ticket_types t WHERE t.account_id = $1 AND t.id = $2"))
+        .bind(account_id)
+        .bind(id)
+        .fetch_optional(conn)
+        .await?
+        .as_ref()
+        .map(from_row)
+        .transpose()
+}
+
+impl Store {
+    /// Changes a ticket type (D17.15) in one statement whose condition keeps the quantity at or
+    /// above sold + held, so a checkout holding seats at the same time cannot slip under it
+    /// (409 `quantity_below_sold`); the audit entry is written in the same transaction.
+    pub async fn update_ticket_type(
+        &self,
+        account_id: &str,
+        id: &str,
+        p: &TicketTypePatch,
+        audit: Audit<'_>,
+    ) -> Result<TicketType, UpdateError> {
+        let mut tx = self.writer().begin().await?;
+        let before = read_one(&mut tx, account_id, id).await?.ok_or(StoreError::NotFound("ticket type"))?;
+        let changed = sqlx::query(
+            "UPDATE ticket_types SET name = COALESCE($1, name), description = COALESCE($2, description), \
+             price = COALESCE($3, price), quantity_available = COALESCE($4, quantity_available), \
+             max_per_person = COALESCE($5, max_per_person), status = COALESCE($6, status), updated_at = $7 \
+             WHERE account_id = $8 AND id = $9 AND COALESCE($4, quantity_available) >= quantity_sold + quantity_held",
+        )
+        .bind(p.name.as_deref())
+        .bind(p.description.as_deref())
+        .bind(p.price)
+        .bind(p.quantity_available)
+        .bind(p.max_per_person)
+        .bind(p.status.map(TicketTypeStatus::as_str))
+        .bind(now_ms())
+        .bind(account_id)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        let after = read_one(&mut tx, account_id, id).await?.ok_or(StoreError::NotFound("ticket type"))?;
+        if changed == 0 {
+            return Err(quantity_below_sold(after.quantity_sold + after.quantity_held).into());
+        }
+        let action = if before.status != after.status { "ticket_type.status_changed" } else { "ticket_type.updated" };
+        let summary = serde_json::json!({"before": summary(&before), "after": summary(&after)});
+        record(&mut tx, account_id, &Audit { action, entity_id: id, summary, ..audit }).await?;
+        tx.commit().await?;
+        Ok(after)
     }
 }
 

@@ -293,7 +293,7 @@ impl Store {
     /// The tickets a holder has in one campaign of the account (my-tickets), in issue order.
     pub async fn holder_tickets(&self, account_id: &str, campaign_id: &str, email: &str) -> StoreResult<Vec<Ticket>> {
         let rows = sqlx::query(&format!(
-            "SELECT {TICKET_COLUMNS} {TICKET_FROM} WHERE k.campaign_id = $1 AND k.attendee_email = $2 \
+            "SELECT {TICKET_COLUMNS} {TICKET_FROM} WHERE k.campaign_id = $1 AND lower(k.attendee_email) = lower($2) \
              AND k.account_id = $3 ORDER BY k.created_at, k.id"
         ))
         .bind(campaign_id)

@@ -255,6 +255,7 @@ fn cases() -> Vec<(&'static str, Case)> {
         case!("GET /api/white-label/v1/notifications/{id}", notifications_show),
         case!("GET /api/white-label/v1/participants", participants_list),
         case!("POST /api/white-label/v1/participants", participants_create),
+        case!("PATCH /api/white-label/v1/participants/{id}", participants_update),
         case!("GET /api/white-label/v1/payments", payments_list),
         case!("POST /api/white-label/v1/payments/initialize", payments_initialize),
         case!("POST /api/white-label/v1/payments/verify", payments_verify),
@@ -267,6 +268,7 @@ fn cases() -> Vec<(&'static str, Case)> {
         case!("GET /api/white-label/v1/ticket-types", ticket_types_list),
         case!("POST /api/white-label/v1/ticket-types", ticket_types_create),
         case!("POST /api/white-label/v1/ticket-types/bootstrap", ticket_types_bootstrap),
+        case!("PATCH /api/white-label/v1/ticket-types/{id}", ticket_types_update),
         case!("POST /api/white-label/v1/tickets/verify", tickets_verify),
         case!("GET /api/white-label/v1/withdrawals", withdrawals_list),
         case!("POST /api/white-label/v1/withdrawals", withdrawals_create),
@@ -571,6 +573,11 @@ async fn participants_create(c: &Ctx) {
     foreign(c, Who::Signed, Method::POST, &v1("/participants"), Some(body)).await;
 }
 
+async fn participants_update(c: &Ctx) {
+    let path = v1(&format!("/participants/{}", c.seed.participant));
+    foreign(c, Who::Signed, Method::PATCH, &path, Some(json!({"status": "eliminated"}))).await;
+}
+
 async fn payments_list(c: &Ctx) {
     empty_list(c, Who::Signed, &v1("/payments?limit=100")).await;
     let path = v1(&format!("/payments?campaignId={}", c.seed.ticketing));
@@ -647,6 +654,11 @@ async fn ticket_types_create(c: &Ctx) {
 async fn ticket_types_bootstrap(c: &Ctx) {
     let body = json!({"campaignId": c.seed.free_campaign, "ticketTypes": [{"name": "B's seat", "price": 1, "quantity_available": 5}]});
     foreign(c, Who::Signed, Method::POST, &v1("/ticket-types/bootstrap"), Some(body)).await;
+}
+
+async fn ticket_types_update(c: &Ctx) {
+    let path = v1(&format!("/ticket-types/{}", c.seed.ticket_type));
+    foreign(c, Who::Signed, Method::PATCH, &path, Some(json!({"quantity_available": 0, "status": "archived"}))).await;
 }
 
 async fn tickets_verify(c: &Ctx) {

@@ -304,8 +304,36 @@ async fn the_sdk_runs_my_tickets_check_in_and_notifications(b: Backend) {
     assert!(list.data.iter().any(|x| x.id == n.id));
 }
 
+async fn a_holder_is_matched_whatever_the_case_of_her_address(b: Backend) {
+    // D17.10: the buyer gave `Ama@Example.com`; she asks as `ama@example.com` and as `AMA@EXAMPLE.COM`.
+    let p = spawn_mailing(b).await;
+    let key = &p.account.private;
+    let c = crate::payments::running_campaign(&p, key, "ticketing").await;
+    let t = crate::payments::ticket_type(&p, key, &c, 0.0, 10).await;
+    let body = json!({
+        "campaign_id": c, "ticket_id": t, "email": "Ama@Example.com", "quantity": 1,
+        "full_name": "Ama Mensah", "callbackUrl": format!("https://{}/thanks", p.account.domain),
+    });
+    let r = send(&p, key, Method::POST, crate::payments::INITIALIZE, Some(body)).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let bought = r.json()["data"]["tickets"][0].clone();
+    let challenge = request(&p, &c, "ama@example.com").await;
+    drain(&p).await;
+    let code = passcode(&p, "ama@example.com").expect("a passcode was mailed to the lower-cased address");
+    let r = post(&p, key, VERIFY, json!({"challengeId": challenge, "code": code})).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let token = r.json()["data"]["sessionToken"].as_str().expect("token").to_string();
+    let r = post(&p, key, LIST, json!({"sessionToken": token})).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let list = r.json()["data"].as_array().expect("array").clone();
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["ticketCode"], bought["ticketCode"]);
+    assert_eq!(list[0]["attendee"]["email"], "Ama@example.com", "stored as given (domain lower-cased)");
+}
+
 on_both!(
     the_list_shows_each_tickets_attendee_answers,
+    a_holder_is_matched_whatever_the_case_of_her_address,
     the_sdk_runs_my_tickets_check_in_and_notifications,
     a_holder_gets_a_passcode_by_mail_and_sees_their_tickets_and_qr_codes,
     an_address_without_tickets_gets_the_same_answer_and_no_mail,

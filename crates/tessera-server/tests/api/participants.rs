@@ -234,6 +234,107 @@ async fn participants_of_another_account_never_appear(b: Backend) {
     assert_eq!(names(&theirs_list["data"]), strings(&["Theirs Mensah", "Theirs Two"]));
 }
 
+// ---------------------------------------------------------------------------------------------
+// PATCH /participants/:id (D17.15)
+
+fn participant_path(id: &str) -> String {
+    format!("{PARTICIPANTS}/{id}")
+}
+
+async fn a_participant_patch_changes_only_the_fields_given(b: Backend) {
+    let app = spawn(b).await;
+    let c = create_campaign(&app, "voting", "draft").await;
+    let p = create(&app, json!({"campaignId": c, "name": "Ama Mensah", "code": "AMA"})).await;
+    let id = p["id"].as_str().expect("id");
+    let body =
+        json!({"name": "Ama K. Mensah", "description": "Nominee", "imageUrl": "https://cdn.example.com/ama.png"});
+    let r = send_default(&app, Method::PATCH, &participant_path(id), Some(body)).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let d = &r.json()["data"];
+    assert_eq!(
+        (d["id"].as_str(), d["name"].as_str(), d["code"].as_str()),
+        (Some(id), Some("Ama K. Mensah"), Some("AMA"))
+    );
+    assert_eq!(
+        (d["description"].as_str(), d["imageUrl"].as_str()),
+        (Some("Nominee"), Some("https://cdn.example.com/ama.png"))
+    );
+    assert_eq!((d["status"].as_str(), d["votes"].as_i64()), (Some("active"), Some(0)));
+    let r = send_default(&app, Method::PATCH, &participant_path(id), Some(json!({"status": "eliminated"}))).await;
+    assert_eq!(r.json()["data"]["status"], "eliminated", "{}", r.json());
+    assert_eq!(r.json()["data"]["name"], "Ama K. Mensah");
+    // The new name is searchable.
+    assert_eq!(names(&list(&app, "?search=k.%20mensah").await["data"]), strings(&["Ama K. Mensah"]));
+    let entries = crate::ticket_types::audit_actions(&app, id);
+    let actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().unwrap_or("")).collect();
+    assert_eq!(actions, ["participant.status_changed", "participant.updated", "participant.created"]);
+    assert_eq!(entries[0]["summary"]["after"]["status"], "eliminated", "{}", entries[0]);
+    assert_eq!(entries[1]["summary"]["before"]["name"], "Ama Mensah", "{}", entries[1]);
+}
+
+async fn each_broken_participant_patch_rule_is_a_400_naming_its_field(b: Backend) {
+    let app = spawn(b).await;
+    let c = create_campaign(&app, "voting", "draft").await;
+    let id = create(&app, json!({"campaignId": c, "name": "Ama"})).await["id"].as_str().expect("id").to_string();
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({"name": " "}), "name"),
+        (json!({"name": "n".repeat(256)}), "name"),
+        (json!({"description": "d".repeat(5001)}), "description"),
+        (json!({"imageUrl": "http://cdn.example.com/a.png"}), "imageUrl"),
+        (json!({"status": "gone"}), "status"),
+        (json!({"code": "NEW"}), "code"),
+        (json!({"votes": 9}), "votes"),
+    ];
+    for (body, field) in cases {
+        let r = send_default(&app, Method::PATCH, &participant_path(&id), Some(body.clone())).await;
+        eprintln!("{body}");
+        assert_invalid(&r, &[field]);
+    }
+    let r = send_default(&app, Method::PATCH, &participant_path(&id), Some(json!({"name": "", "status": "x"}))).await;
+    assert_invalid(&r, &["name", "status"]);
+    assert_eq!(names(&list(&app, "").await["data"]), strings(&["Ama"]));
+}
+
+async fn a_participant_patch_of_another_account_a_bad_id_or_without_campaigns_write_is_refused(b: Backend) {
+    let app = spawn(b).await;
+    let other = app.new_account("other").await;
+    let theirs_c = create_campaign_as(&app, &other.private, "voting", "draft").await;
+    let (s, t) = app
+        .signed_as(&other.private, Method::POST, PARTICIPANTS, Some(json!({"campaignId": theirs_c, "name": "Theirs"})))
+        .await;
+    assert_eq!(s, 201, "{t}");
+    let theirs = t["data"]["id"].as_str().expect("id").to_string();
+    for id in [theirs.as_str(), "not-a-uuid", &uuid::Uuid::now_v7().to_string()] {
+        let r = send_default(&app, Method::PATCH, &participant_path(id), Some(json!({"status": "hidden"}))).await;
+        assert_error(&r, 404, "not_found");
+    }
+    let c = create_campaign(&app, "voting", "draft").await;
+    let id = create(&app, json!({"campaignId": c, "name": "Ama"})).await["id"].as_str().expect("id").to_string();
+    let key = key_with(&app, "private", None, "campaigns:read,tickets:write").await;
+    let r = send(&app, &key, Method::PATCH, &participant_path(&id), Some(json!({"status": "hidden"}))).await;
+    assert_error(&r, 403, "insufficient_scope");
+}
+
+async fn hidden_or_eliminated_participants_take_no_votes(b: Backend) {
+    use crate::payments::{initialize, participant, running_campaign, spawn_paid};
+    let p = spawn_paid(b).await;
+    let c = running_campaign(&p, &p.account.private, "voting").await;
+    let nominee = participant(&p, &p.account.private, &c).await;
+    let vote = json!({
+        "transactionType": "vote", "amount": 2, "email": "fan@example.com", "phoneNumber": "0241234567",
+        "callbackUrl": format!("https://{}/voted", p.account.domain), "metadata": {"campaignId": c, "participantId": nominee},
+    });
+    for status in ["hidden", "eliminated"] {
+        let r = send_default(&p, Method::PATCH, &participant_path(&nominee), Some(json!({"status": status}))).await;
+        assert_eq!(r.status, 200, "{}", r.json());
+        assert_error(&initialize(&p, vote.clone()).await, 409, "participant_not_votable");
+    }
+    let r = send_default(&p, Method::PATCH, &participant_path(&nominee), Some(json!({"status": "active"}))).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let r = initialize(&p, vote).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+}
+
 on_both!(
     a_participant_is_created_active_with_no_votes_and_a_generated_code,
     a_given_code_is_upper_cased_and_unique_per_campaign,
@@ -244,4 +345,8 @@ on_both!(
     the_participant_list_filters_by_campaign_search_and_status,
     the_participant_list_rejects_bad_filters_and_foreign_campaigns,
     participants_of_another_account_never_appear,
+    a_participant_patch_changes_only_the_fields_given,
+    each_broken_participant_patch_rule_is_a_400_naming_its_field,
+    a_participant_patch_of_another_account_a_bad_id_or_without_campaigns_write_is_refused,
+    hidden_or_eliminated_participants_take_no_votes,
 );

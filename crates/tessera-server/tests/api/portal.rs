@@ -381,7 +381,23 @@ fn p_hash(token: &str) -> String {
     token[token.len() - 16..].to_string()
 }
 
+async fn a_member_stored_in_mixed_case_signs_in_in_any_case(b: Backend) {
+    // D17.10: a member stored with a mixed-case address signs in with it in any case.
+    let p = spawn_mailing(b).await;
+    let n = uuid::Uuid::now_v7().simple().to_string();
+    let owner = format!("Owner-{n}@Reseller.Example.com");
+    reseller(&p, &p.account, &owner).await;
+    // Rows written before addresses were lower-cased on the way in keep their case.
+    let lower = owner.to_lowercase();
+    sql(&p, "UPDATE users SET email = $1 WHERE email = $2", &[&owner, &lower]).await;
+    sql(&p, "UPDATE reseller_members SET email = $1 WHERE email = $2", &[&owner, &lower]).await;
+    let token = sign_in(&p, &lower).await;
+    let console = portal_ok(&call(&p, Some(&token), Method::GET, CONSOLE, None).await, 200);
+    assert_eq!(console["members"][0]["memberType"], "owner", "{console}");
+}
+
 on_both!(
+    a_member_stored_in_mixed_case_signs_in_in_any_case,
     a_member_signs_in_with_a_mailed_passcode_reads_the_console_and_logs_out,
     start_answers_alike_for_an_unknown_address_and_sends_nothing,
     five_wrong_codes_lock_the_challenge_and_an_expired_code_is_refused,

@@ -257,13 +257,10 @@ async fn secrets_are_write_only_and_only_ever_shown_masked(b: Backend) {
     let ctx = r.json();
     assert_eq!(ctx["data"]["settings"]["payments"]["providers"]["provider_a"]["secretKey"], "••••3456");
     assert_eq!(ctx["data"]["settings"]["notifications"]["email"]["password"], "••••pass");
-    let summary = ctx["data"]["providerSummary"].as_array().expect("providerSummary");
-    let a = summary.iter().find(|p| p["name"] == "provider_a").expect("provider_a in summary");
-    assert_eq!(a["role"], "default", "{ctx}");
-    assert_eq!(a["configured"], true, "{ctx}");
-    let fallback = summary.iter().find(|p| p["role"] == "fallback").expect("a fallback provider");
-    assert_eq!(fallback["name"], "provider_b", "{ctx}");
-    assert_eq!(fallback["configured"], false, "{ctx}");
+    // Items name a provider and where its credentials come from, never a secret (D17.13).
+    for item in ctx["data"]["providerSummary"].as_array().expect("providerSummary") {
+        assert_eq!(keys(item), ["isDefault", "isFallback", "provider", "source"], "{ctx}");
+    }
 
     // Sending the mask back keeps the secret while other keys change.
     let sealed_before = stored_payments(&app).await["providers"]["provider_a"]["secretKey"].clone();
@@ -403,6 +400,105 @@ async fn the_public_config_reflects_the_operations_modules(b: Backend) {
     assert_error(&r, 403, "insufficient_scope");
 }
 
+async fn context(app: &TestApp) -> Value {
+    let (s, b) = app.signed(Method::GET, CONTEXT, None).await;
+    assert_eq!(s, 200, "{b}");
+    b["data"]["providerSummary"].clone()
+}
+
+async fn the_provider_summary_follows_the_routing_rule(b: Backend) {
+    let p = crate::payments::spawn_paid(b).await;
+    let item = |provider: &str, source: &str, default: bool, fallback: bool| json!({"provider": provider, "source": source, "isDefault": default, "isFallback": fallback});
+    // Nothing set: the platform's shared providers, the first configured one the default.
+    let shared = [item("provider_a", "platform", true, false), item("provider_b", "platform", false, false)];
+    let third = item("provider_c", "platform", false, false);
+    assert_eq!(context(&p).await, json!([shared[0], shared[1], third]));
+    patch(&p, "payments", json!({"defaultProvider": "provider_b", "fallbackProvider": "provider_c"})).await;
+    assert_eq!(
+        context(&p).await,
+        json!([
+            item("provider_a", "platform", false, false),
+            item("provider_b", "platform", true, false),
+            item("provider_c", "platform", false, true)
+        ])
+    );
+    // Its own credentials only: the providers it holds a secret for.
+    let own = json!({"useSharedDefaults": false, "defaultProvider": null, "fallbackProvider": null,
+        "providers": {"provider_c": {"secretKey": "sk_test_own_c_123456"}}});
+    patch(&p, "payments", own).await;
+    assert_eq!(context(&p).await, json!([item("provider_c", "account", true, false)]));
+}
+
+async fn a_module_turned_off_closes_its_routes_with_403_module_disabled(b: Backend) {
+    use crate::payments::{
+        checkout_body, initialize, participant, running_campaign, spawn_paid, ticket_type, INITIALIZE,
+    };
+    let p = spawn_paid(b).await;
+    let key = &p.account.private;
+    let tc = running_campaign(&p, key, "ticketing").await;
+    let t = ticket_type(&p, key, &tc, 10.0, 50).await;
+    let vc = running_campaign(&p, key, "voting").await;
+    let nominee = participant(&p, key, &vc).await;
+    let dc = running_campaign(&p, key, "donation").await;
+    let url = format!("https://{}/done", p.account.domain);
+    let vote = json!({"transactionType": "vote", "amount": 2, "email": "fan@example.com", "phoneNumber": "0241234567",
+        "callbackUrl": url, "metadata": {"campaignId": vc, "participantId": nominee}});
+    let donation = json!({"transactionType": "donation", "amount": 5, "email": "fan@example.com", "phoneNumber": "0241234567",
+        "callbackUrl": url, "metadata": {"campaignId": dc}});
+    let tt = format!("/api/white-label/v1/ticket-types/{t}");
+    let routes: Vec<(&str, Method, String, Value)> = vec![
+        ("ticketing", Method::POST, INITIALIZE.to_string(), checkout_body(&p, &tc, &t, 1)),
+        (
+            "ticketing",
+            Method::POST,
+            "/api/white-label/v1/ticket-types".into(),
+            json!({"campaignId": tc, "name": "B", "price": 1, "quantity_available": 1}),
+        ),
+        ("ticketing", Method::PATCH, tt.clone(), json!({"name": "Renamed"})),
+        (
+            "ticketing",
+            Method::POST,
+            "/api/white-label/v1/ticket-types/bootstrap".into(),
+            json!({"campaignId": tc, "ticketTypes": []}),
+        ),
+        ("voting", Method::POST, INITIALIZE.to_string(), vote.clone()),
+        ("voting", Method::POST, "/api/white-label/v1/participants".into(), json!({"campaignId": vc, "name": "Kofi"})),
+        ("donations", Method::POST, INITIALIZE.to_string(), donation.clone()),
+        ("submissions", Method::POST, "/api/white-label/v1/submissions".into(), json!({})),
+        ("submissions", Method::GET, "/api/white-label/v1/submissions".into(), Value::Null),
+        (
+            "myTickets",
+            Method::POST,
+            "/api/white-label/v1/my-tickets/request-otp".into(),
+            json!({"campaignId": tc, "email": "a@b.co"}),
+        ),
+        ("myTickets", Method::POST, "/api/white-label/v1/my-tickets/list".into(), json!({"sessionToken": "tms_x"})),
+    ];
+    for module in ["ticketing", "voting", "donations", "submissions", "myTickets"] {
+        patch(&p, "operations", json!({"modules": {module: false}})).await;
+        for (owner, method, path, body) in &routes {
+            let body = (!body.is_null()).then(|| body.clone());
+            let r = send(&p, key, method.clone(), path, body).await;
+            if *owner == module {
+                eprintln!("{module}: {path}");
+                assert_error(&r, 403, "module_disabled");
+            } else {
+                assert_ne!(r.json()["code"], "module_disabled", "{module} off closed {path}: {}", r.json());
+            }
+        }
+        if module == "ticketing" {
+            let r = p.public_get("/api/white-label/v1/ticket-types", &p.account.public, &p.account.domain).await;
+            assert_error(&r, 403, "module_disabled");
+        }
+        patch(&p, "operations", json!({"modules": {module: null}})).await;
+    }
+    // Back on: the routes answer again.
+    let r = initialize(&p, checkout_body(&p, &tc, &t, 1)).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let r = send(&p, key, Method::PATCH, &tt, Some(json!({"name": "Back"}))).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+}
+
 on_both!(
     all_nine_categories_are_returned_empty_when_nothing_is_set,
     settings_are_read_by_comma_list_or_repeated_categories,
@@ -413,4 +509,6 @@ on_both!(
     settings_routes_need_their_scopes,
     concurrent_patches_of_one_category_lose_no_update,
     the_public_config_reflects_the_operations_modules,
+    the_provider_summary_follows_the_routing_rule,
+    a_module_turned_off_closes_its_routes_with_403_module_disabled,
 );

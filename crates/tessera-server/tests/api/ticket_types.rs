@@ -544,6 +544,161 @@ async fn the_public_list_refuses_a_private_key_and_a_key_without_tickets_read(b:
     assert_error(&r, 401, "missing_auth");
 }
 
+// ---------------------------------------------------------------------------------------------
+// PATCH /ticket-types/:id (D17.15)
+
+fn type_path(id: &str) -> String {
+    format!("{TICKET_TYPES}/{id}")
+}
+
+async fn a_ticket_type_patch_changes_only_the_fields_given(b: Backend) {
+    let app = spawn(b).await;
+    let c = create_campaign(&app, "ticketing", "draft").await;
+    let t = create_ticket_type(&app, ticket_type_body(&c, "Regular")).await;
+    let id = t["id"].as_str().expect("id");
+    let r = send_default(&app, Method::PATCH, &type_path(id), Some(json!({"name": "Early", "price": 0}))).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let d = &r.json()["data"];
+    assert_eq!(
+        (d["id"].as_str(), d["name"].as_str(), &d["price"], &d["is_free"]),
+        (Some(id), Some("Early"), &json!(0), &json!(true))
+    );
+    assert_eq!((d["quantity_available"].as_i64(), d["status"].as_str()), (Some(200), Some("active")), "{d}");
+    let body =
+        json!({"description": "Doors at six", "quantity_available": 20, "max_per_person": 2, "status": "archived"});
+    let r = send_default(&app, Method::PATCH, &type_path(id), Some(body)).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let d = &r.json()["data"];
+    assert_eq!((d["name"].as_str(), d["description"].as_str()), (Some("Early"), Some("Doors at six")));
+    assert_eq!(
+        (d["quantity_available"].as_i64(), d["remaining"].as_i64(), d["max_per_person"].as_i64()),
+        (Some(20), Some(20), Some(2))
+    );
+    assert_eq!(d["status"], "archived");
+    // A refused change writes nothing; the two changes are audited, the status move as such.
+    let r = send_default(&app, Method::PATCH, &type_path(id), Some(json!({"price": -1}))).await;
+    assert_eq!(r.status, 400);
+    let actions = audit_actions(&app, id);
+    assert_eq!(
+        actions.iter().map(|e| e["action"].as_str().unwrap_or("")).collect::<Vec<_>>(),
+        ["ticket_type.status_changed", "ticket_type.updated", "ticket_type.created"]
+    );
+    assert_eq!(actions[0]["summary"]["before"]["status"], "active", "{}", actions[0]);
+    assert_eq!(actions[0]["summary"]["after"]["quantity_available"], 20, "{}", actions[0]);
+    assert_eq!(actions[1]["keyId"], app.account.private.key_id.as_str(), "{}", actions[1]);
+}
+
+/// The audit entries of one entity, newest first (through the operator CLI).
+pub(crate) fn audit_actions(app: &TestApp, entity: &str) -> Vec<Value> {
+    let out = app.cli(&["admin", "audit", "list", "--account", &app.account.slug, "--json"]);
+    assert!(out.status.success(), "audit list: {}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    v["entries"].as_array().expect("entries").iter().filter(|e| e["entityId"] == entity).cloned().collect()
+}
+
+async fn each_broken_ticket_type_patch_rule_is_a_400_naming_that_field(b: Backend) {
+    let app = spawn(b).await;
+    let c = create_campaign(&app, "ticketing", "draft").await;
+    let id = create_ticket_type(&app, ticket_type_body(&c, "Regular")).await["id"].as_str().expect("id").to_string();
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({"name": ""}), "name"),
+        (json!({"name": "n".repeat(256)}), "name"),
+        (json!({"description": "d".repeat(5001)}), "description"),
+        (json!({"price": -1}), "price"),
+        (json!({"price": 1.234}), "price"),
+        (json!({"quantity_available": -1}), "quantity_available"),
+        (json!({"quantity_available": 1_000_001}), "quantity_available"),
+        (json!({"max_per_person": 0}), "max_per_person"),
+        (json!({"status": "sold_out"}), "status"),
+        (json!({"campaignId": c}), "campaignId"),
+        (json!({"colour": "red"}), "colour"),
+    ];
+    for (body, field) in cases {
+        let r = send_default(&app, Method::PATCH, &type_path(&id), Some(body.clone())).await;
+        eprintln!("{body}");
+        assert_invalid(&r, &[field]);
+    }
+    let r = send_default(&app, Method::PATCH, &type_path(&id), Some(json!({"price": -1, "status": "gone"}))).await;
+    assert_invalid(&r, &["price", "status"]);
+    // Nothing was written.
+    let r = send_default(&app, Method::PATCH, &type_path(&id), Some(json!({}))).await;
+    assert_eq!(r.json()["data"]["price"], json!(450.5), "{}", r.json());
+}
+
+async fn a_ticket_type_patch_of_another_account_a_bad_id_or_without_tickets_write_is_refused(b: Backend) {
+    let app = spawn(b).await;
+    let other = app.new_account("other").await;
+    let theirs = create_campaign_as(&app, &other.private, "ticketing", "draft").await;
+    let (s, t) =
+        app.signed_as(&other.private, Method::POST, TICKET_TYPES, Some(ticket_type_body(&theirs, "Theirs"))).await;
+    assert_eq!(s, 201, "{t}");
+    let theirs_id = t["data"]["id"].as_str().expect("id").to_string();
+    for id in [theirs_id.as_str(), "not-a-uuid", &uuid::Uuid::now_v7().to_string()] {
+        let r = send_default(&app, Method::PATCH, &type_path(id), Some(json!({"name": "Mine"}))).await;
+        assert_error(&r, 404, "not_found");
+    }
+    let c = create_campaign(&app, "ticketing", "draft").await;
+    let id = create_ticket_type(&app, ticket_type_body(&c, "Regular")).await["id"].as_str().expect("id").to_string();
+    let key = key_with(&app, "private", None, "campaigns:read,campaigns:write,tickets:read").await;
+    let r = send(&app, &key, Method::PATCH, &type_path(&id), Some(json!({"name": "X"}))).await;
+    assert_error(&r, 403, "insufficient_scope");
+}
+
+async fn the_quantity_never_goes_below_sold_and_held_and_an_inactive_type_sells_nothing(b: Backend) {
+    use crate::payments::{checkout_body, initialize, running_campaign, spawn_paid, ticket_type};
+    let p = spawn_paid(b).await;
+    let key = &p.account.private;
+    let c = running_campaign(&p, key, "ticketing").await;
+    let t = ticket_type(&p, key, &c, 10.0, 5).await;
+    let r = initialize(&p, checkout_body(&p, &c, &t, 3)).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    // Three seats are held: 2 is below, 3 is the floor.
+    let r = send_default(&p, Method::PATCH, &type_path(&t), Some(json!({"quantity_available": 2, "name": "Renamed"})))
+        .await;
+    assert_error(&r, 409, "quantity_below_sold");
+    let r = send_default(&p, Method::PATCH, &type_path(&t), Some(json!({"quantity_available": 3}))).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    assert_eq!((r.json()["data"]["remaining"].as_i64(), r.json()["data"]["name"].as_str()), (Some(0), Some("General")));
+    let r =
+        send_default(&p, Method::PATCH, &type_path(&t), Some(json!({"quantity_available": 10, "status": "inactive"})))
+            .await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let r = initialize(&p, checkout_body(&p, &c, &t, 1)).await;
+    assert_error(&r, 409, "conflict");
+    let listed = p.public_get(&format!("{TICKET_TYPES}?campaignId={c}"), &p.account.public, &p.account.domain).await;
+    assert_eq!(listed.json()["pagination"]["total"], 0, "{}", listed.json());
+    let r = send_default(&p, Method::PATCH, &type_path(&t), Some(json!({"status": "archived"}))).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    assert_error(&initialize(&p, checkout_body(&p, &c, &t, 1)).await, 409, "conflict");
+    let r = send_default(&p, Method::PATCH, &type_path(&t), Some(json!({"status": "active"}))).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let r = initialize(&p, checkout_body(&p, &c, &t, 1)).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+}
+
+async fn concurrent_checkouts_and_a_quantity_cut_never_oversell(b: Backend) {
+    use crate::payments::{checkout_body, initialize, running_campaign, spawn_paid, ticket_type};
+    let p = spawn_paid(b).await;
+    let key = &p.account.private;
+    let c = running_campaign(&p, key, "ticketing").await;
+    let t = ticket_type(&p, key, &c, 10.0, 20).await;
+    let buys = (0..6).map(|_| initialize(&p, checkout_body(&p, &c, &t, 2)));
+    let path = type_path(&t);
+    let cut = send_default(&p, Method::PATCH, &path, Some(json!({"quantity_available": 6})));
+    let (held, cut) = tokio::join!(futures_util::future::join_all(buys), cut);
+    let held = 2 * held.iter().filter(|r| r.status == 200).count() as i64;
+    let (_, now) = p.signed(Method::PATCH, &type_path(&t), Some(json!({}))).await;
+    let quantity = now["data"]["quantity_available"].as_i64().expect("quantity");
+    if cut.status == 200 {
+        assert_eq!(quantity, 6);
+    } else {
+        assert_error(&cut, 409, "quantity_below_sold");
+        assert!(held > 6, "the cut was refused with only {held} seats held");
+    }
+    assert!(held <= quantity, "held {held} > quantity {quantity}");
+    assert_eq!(now["data"]["remaining"].as_i64(), Some(quantity - held), "{now}");
+}
+
 on_both!(
     a_ticket_type_is_created_with_its_full_shape_and_defaults,
     each_broken_ticket_type_field_rule_is_a_400_naming_that_field,
@@ -561,4 +716,9 @@ on_both!(
     the_public_list_filters_by_an_approved_campaign_of_the_account_only,
     a_campaign_key_sees_only_its_campaigns_types,
     the_public_list_refuses_a_private_key_and_a_key_without_tickets_read,
+    a_ticket_type_patch_changes_only_the_fields_given,
+    each_broken_ticket_type_patch_rule_is_a_400_naming_that_field,
+    a_ticket_type_patch_of_another_account_a_bad_id_or_without_tickets_write_is_refused,
+    the_quantity_never_goes_below_sold_and_held_and_an_inactive_type_sells_nothing,
+    concurrent_checkouts_and_a_quantity_cut_never_oversell,
 );

@@ -19,10 +19,11 @@ use crate::domain::portal::parse_holder_passcode;
 use crate::domain::qr;
 use crate::domain::time::{now_ms, rfc3339};
 use crate::flows::customer_access as access;
+use crate::flows::modules::{self, Module};
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, ApiJson, Caller, Signed};
-use crate::http::openapi::{BodyErrors, Conflict, NotFound, SignedErrors};
+use crate::http::openapi::{BodyErrors, Conflict, ModuleSignedErrors, NotFound};
 use crate::http::portal::auth::{challenge_out, code_try_body};
 use crate::state::AppState;
 
@@ -93,7 +94,7 @@ pub struct QrOut {
     request_body(content = RequestOtpIn, example = json!({"campaignId": "0190f5c2-8a4b-7c3d-9e1f-2a3b4c5d6e7f", "email": "ama@example.com"})),
     responses(
         (status = 200, description = "A challenge; the passcode is e-mailed only when the address holds tickets in the campaign (the answer is the same either way). Errors:; 400: campaignId or email missing or malformed; 404: No such campaign in this account; 429: Resend within 60 s for this campaign and address, or 5 passcodes to the address in the last hour (`rate_limited`, Retry-After)", body = Envelope<ChallengeOut>),
-        SignedErrors, BodyErrors, NotFound,
+        ModuleSignedErrors, BodyErrors, NotFound,
     )
 )]
 pub async fn request_otp(
@@ -101,6 +102,7 @@ pub async fn request_otp(
     caller: Signed<scope::MyTicketsRead>,
     ApiJson(body): ApiJson<RequestOtpIn>,
 ) -> ApiResult<ChallengeOut> {
+    modules::require(&state, &caller.account_id, Module::MyTickets).await?;
     let req = parse_holder_passcode(body.campaign_id.as_deref(), body.email.as_deref())?;
     let campaign = campaign_id(&req.campaign_id)?;
     let (account, key_campaign) = (&caller.account_id, caller.campaign_id.as_deref());
@@ -124,7 +126,7 @@ pub async fn request_otp(
     request_body(content = VerifyOtpIn, example = json!({"challengeId": "otp_…", "code": "042917"})),
     responses(
         (status = 200, description = "A customer session for the challenge's campaign and e-mail, 24 hours. Errors:; 400: Missing fields, a code that is not 6 digits, or a wrong code (`validation_failed`; the detail says how many tries are left); 404: No such challenge in this account; 409: The challenge is locked (5 wrong codes), expired (10 minutes) or already used (`conflict`): request a new passcode", body = Envelope<SessionOut>),
-        SignedErrors, BodyErrors, NotFound, Conflict,
+        ModuleSignedErrors, BodyErrors, NotFound, Conflict,
     )
 )]
 pub async fn verify_otp(
@@ -132,6 +134,7 @@ pub async fn verify_otp(
     caller: Signed<scope::MyTicketsRead>,
     ApiJson(body): ApiJson<VerifyOtpIn>,
 ) -> ApiResult<SessionOut> {
+    modules::require(&state, &caller.account_id, Module::MyTickets).await?;
     let attempt = body.parse()?;
     let (account, key_campaign) = (&caller.account_id, caller.campaign_id.as_deref());
     let opened =
@@ -152,7 +155,7 @@ fn holder<'a>(caller: &'a Caller, token: Option<&'a str>, campaign: Option<&'a s
     request_body(content = ListIn, example = json!({"sessionToken": "tms_…"})),
     responses(
         (status = 200, description = "The session's tickets in its campaign, each with its QR token. Errors:; 401: Unknown or expired session (`invalid_key`); 404: The session belongs to another account or campaign", body = Envelope<Vec<MyTicketOut>>),
-        SignedErrors, BodyErrors, NotFound,
+        ModuleSignedErrors, BodyErrors, NotFound,
     )
 )]
 pub async fn list(
@@ -160,6 +163,7 @@ pub async fn list(
     caller: Signed<scope::MyTicketsRead>,
     ApiJson(body): ApiJson<ListIn>,
 ) -> ApiResult<Vec<MyTicketOut>> {
+    modules::require(&state, &caller.account_id, Module::MyTickets).await?;
     let holder = holder(&caller, body.session_token.as_deref(), body.campaign_id.as_deref());
     let tickets = access::holder_tickets(&state.store, state.keyring(), &holder, now_ms()).await?;
     Ok(ApiResponse::ok(
@@ -180,7 +184,7 @@ pub async fn list(
     request_body(content = QrIn, example = json!({"sessionToken": "tms_…", "ticketCode": "7K3M-Q9XD-2HRT-8VWN-C4PA"})),
     responses(
         (status = 200, description = "The ticket's QR code (of its QR token) as SVG and PNG. Errors:; 401: Unknown or expired session (`invalid_key`); 404: The session belongs to another account or campaign, or the ticket is not the session's", body = Envelope<QrOut>),
-        SignedErrors, BodyErrors, NotFound,
+        ModuleSignedErrors, BodyErrors, NotFound,
     )
 )]
 pub async fn qr(
@@ -188,6 +192,7 @@ pub async fn qr(
     caller: Signed<scope::MyTicketsRead>,
     ApiJson(body): ApiJson<QrIn>,
 ) -> ApiResult<QrOut> {
+    modules::require(&state, &caller.account_id, Module::MyTickets).await?;
     let Some(code) = body.ticket_code.as_deref().filter(|c| !c.trim().is_empty() && c.len() <= 128) else {
         return Err(ApiError::field("ticketCode", "is required"));
     };

@@ -1,17 +1,21 @@
 //! Participant (voting nominee) routes (spec "Participant", D3.7).
-use axum::extract::State;
+use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 use utoipa::openapi::schema::Object;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{audit, campaign_filter, campaign_id};
 use crate::domain::check::Check;
-use crate::domain::participants::{parse_new, ParticipantInput, ParticipantStatus};
+use crate::domain::is_uuid;
+use crate::domain::participants::{parse_new, parse_patch, ParticipantInput, ParticipantPatchInput, ParticipantStatus};
 use crate::domain::time::rfc3339;
+use crate::flows::modules::{self, Module};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
-use crate::http::error::ApiResult;
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, ApiJson, ListFilters, ListQuery, Signed};
-use crate::http::openapi::{string_enum, BodyErrors, Conflict, NotFound, QueryErrors, SignedErrors};
+use crate::http::openapi::{
+    string_enum, BodyErrors, Conflict, ModuleSignedErrors, NotFound, QueryErrors, SignedErrors,
+};
 use crate::state::AppState;
 use crate::store::participants::{Participant, ParticipantQuery};
 
@@ -101,7 +105,7 @@ impl From<Participant> for ParticipantOut {
     request_body = ParticipantIn,
     responses(
         (status = 201, description = "Created (409 when the campaign is not a voting one, is archived, or the code is taken)", body = Envelope<ParticipantOut>),
-        SignedErrors, BodyErrors, NotFound, Conflict,
+        ModuleSignedErrors, BodyErrors, NotFound, Conflict,
     )
 )]
 pub async fn create(
@@ -109,6 +113,7 @@ pub async fn create(
     caller: Signed<scope::CampaignsWrite>,
     ApiJson(body): ApiJson<ParticipantIn>,
 ) -> ApiResult<ParticipantOut> {
+    modules::require(&state, &caller.account_id, Module::Voting).await?;
     let (campaign, participant) = parse_new(&body.input())?;
     let p = state
         .store
@@ -120,6 +125,56 @@ pub async fn create(
         )
         .await?;
     Ok(ApiResponse::created(p.into()))
+}
+
+/// Body of `PATCH /participants/{id}` (D17.15): each field present is changed, the rest kept.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schema(example = json!({"status": "eliminated"}))]
+pub struct ParticipantPatchIn {
+    /// `hidden` and `eliminated` nominees take no votes (409 `participant_not_votable`); hidden
+    /// ones leave every public list.
+    #[schema(schema_with = participant_status_schema, required = false)]
+    pub status: Option<String>,
+    /// The new name: 1–255 characters once trimmed.
+    #[schema(value_type = String, min_length = 1, max_length = 255, required = false)]
+    pub name: Option<String>,
+    /// The new description, up to 5000 characters.
+    #[schema(value_type = String, max_length = 5000, required = false)]
+    pub description: Option<String>,
+    /// The new picture: an absolute https URL (≤ 2048 characters).
+    #[schema(value_type = String, format = "uri", max_length = 2048, pattern = "^https://", required = false)]
+    pub image_url: Option<String>,
+}
+
+/// PATCH /api/white-label/v1/participants/{id} — Signed — campaigns:write
+#[utoipa::path(
+    patch, path = "/api/white-label/v1/participants/{id}", operation_id = "participants_update", tag = "participants",
+    security(("signed" = [])),
+    params(("id" = String, Path, format = Uuid, description = "Participant id")),
+    request_body = ParticipantPatchIn,
+    responses(
+        (status = 200, description = "Updated (D17.15)", body = Envelope<ParticipantOut>),
+        SignedErrors, BodyErrors, NotFound,
+    )
+)]
+pub async fn update(
+    State(state): State<AppState>,
+    caller: Signed<scope::CampaignsWrite>,
+    Path(id): Path<String>,
+    ApiJson(b): ApiJson<ParticipantPatchIn>,
+) -> ApiResult<ParticipantOut> {
+    if !is_uuid(&id) {
+        return Err(ApiError::not_found("participant"));
+    }
+    let patch = parse_patch(&ParticipantPatchInput {
+        name: b.name.as_deref(),
+        description: b.description.as_deref(),
+        image_url: b.image_url.as_deref(),
+        status: b.status.as_deref(),
+    })?;
+    let audit = audit(&caller, "participant.updated", "participant");
+    Ok(ApiResponse::ok(state.store.update_participant(&caller.account_id, &id, &patch, audit).await?.into()))
 }
 
 /// The filters of `GET /participants`.

@@ -15,7 +15,9 @@ use crate::flows::{checkout, fulfilment};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{parse_json_value, scope, ApiJson, ListFilters, ListQuery, Signed};
-use crate::http::openapi::{BodyErrors, Conflict, NotFound, ProviderErrors, QueryErrors, SignedErrors};
+use crate::http::openapi::{
+    BodyErrors, Conflict, ModuleSignedErrors, NotFound, ProviderErrors, QueryErrors, SignedErrors,
+};
 use crate::state::AppState;
 use crate::store::payments::{Transaction, TransactionQuery};
 
@@ -241,8 +243,10 @@ async fn read_payment(state: &AppState, t: Transaction) -> Result<PaymentOut, Ap
     responses(
         (status = 200, description = "Initialized (pending), or completed at once when free. 404: campaign, ticket type or \
             participant not in this account. 409: campaign not approved or not running, ticket type not on sale \
-            (`conflict`), or not enough seats (`sold_out`)", body = Envelope<InitializeOut>),
-        SignedErrors, BodyErrors, NotFound, Conflict, ProviderErrors,
+            (`conflict`), not enough seats (`sold_out`), or a hidden or eliminated participant \
+            (`participant_not_votable`, D17.15). 403 `module_disabled`: the account turned the payment's module off \
+            (D17.14)", body = Envelope<InitializeOut>),
+        ModuleSignedErrors, BodyErrors, NotFound, Conflict, ProviderErrors,
     )
 )]
 pub async fn initialize(

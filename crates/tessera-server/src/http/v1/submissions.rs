@@ -9,10 +9,11 @@ use super::{audit, campaign_filter, campaign_id};
 use crate::domain::check::Check;
 use crate::domain::submissions::{parse_new, SubmissionInput, SubmissionKind};
 use crate::domain::time::rfc3339;
+use crate::flows::modules::{self, Module};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::ApiResult;
 use crate::http::extract::{scope, ApiJson, ListFilters, ListQuery, Signed};
-use crate::http::openapi::{string_enum, BodyErrors, NotFound, QueryErrors, SignedErrors};
+use crate::http::openapi::{string_enum, BodyErrors, ModuleSignedErrors, NotFound, QueryErrors};
 use crate::state::AppState;
 use crate::store::submissions::{Submission, SubmissionQuery};
 
@@ -111,7 +112,7 @@ impl From<Submission> for SubmissionOut {
     request_body = SubmissionIn,
     responses(
         (status = 201, description = "Received", body = Envelope<SubmissionOut>),
-        SignedErrors, BodyErrors, NotFound,
+        ModuleSignedErrors, BodyErrors, NotFound,
     )
 )]
 pub async fn create(
@@ -119,6 +120,7 @@ pub async fn create(
     caller: Signed<scope::SubmissionsWrite>,
     ApiJson(body): ApiJson<SubmissionIn>,
 ) -> ApiResult<SubmissionOut> {
+    modules::require(&state, &caller.account_id, Module::Submissions).await?;
     let new = parse_new(&body.input())?;
     if let Some(c) = &new.campaign_id {
         campaign_id(c)?;
@@ -157,7 +159,7 @@ impl ListFilters for SubmissionFilters {
     params(ListQuery<SubmissionFilters>),
     responses(
         (status = 200, description = "Submissions, newest first", body = ListEnvelope<SubmissionOut>),
-        SignedErrors, QueryErrors, NotFound,
+        ModuleSignedErrors, QueryErrors, NotFound,
     )
 )]
 pub async fn list(
@@ -165,6 +167,7 @@ pub async fn list(
     caller: Signed<scope::SubmissionsWrite>,
     q: ListQuery<SubmissionFilters>,
 ) -> ApiResult<Vec<SubmissionOut>> {
+    modules::require(&state, &caller.account_id, Module::Submissions).await?;
     let ((kind, campaign_id), (page, limit)) = (q.filters, q.page.bounds());
     campaign_filter(&state, &caller.account_id, campaign_id.as_deref()).await?;
     let query = SubmissionQuery { kind, campaign_id, page, limit };

@@ -1,5 +1,5 @@
 //! Ticket type routes (spec "Ticket type", D3.5–D3.6).
-use axum::extract::State;
+use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::openapi::schema::Object;
@@ -8,15 +8,21 @@ use utoipa::{IntoParams, ToSchema};
 use super::{audit, campaign_id};
 use crate::domain::campaigns::CampaignStatus;
 use crate::domain::check::Check;
+use crate::domain::is_uuid;
 use crate::domain::money::to_ghs;
 use crate::domain::ticket_types::{
-    parse_bootstrap, parse_new, remaining, TicketTypeInput, TicketTypeStatus, FIELD_TYPES, KINDS,
+    parse_bootstrap, parse_new, parse_patch, remaining, TicketTypeInput, TicketTypePatchInput, TicketTypeStatus,
+    FIELD_TYPES, KINDS,
 };
 use crate::domain::time::rfc3339;
+use crate::flows::modules::{self, Module};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, ApiJson, DomainKey, ListFilters, ListQuery, Signed};
-use crate::http::openapi::{string_enum, BodyErrors, Conflict, DomainKeyErrors, NotFound, QueryErrors, SignedErrors};
+use crate::http::openapi::{
+    string_enum, BodyErrors, Conflict, ModuleDomainKeyErrors, ModuleSignedErrors, NotFound, QuantityConflict,
+    QueryErrors,
+};
 use crate::state::AppState;
 use crate::store::ticket_types::{TicketType, TicketTypeQuery};
 
@@ -200,7 +206,7 @@ impl From<TicketType> for TicketTypeOut {
     request_body = TicketTypeIn,
     responses(
         (status = 201, description = "Created (404 when the campaign is not in this account; 409 when it is not a ticketing campaign, or archived)", body = Envelope<TicketTypeOut>),
-        SignedErrors, BodyErrors, NotFound, Conflict,
+        ModuleSignedErrors, BodyErrors, NotFound, Conflict,
     )
 )]
 pub async fn create(
@@ -208,6 +214,7 @@ pub async fn create(
     caller: Signed<scope::TicketsWrite>,
     ApiJson(body): ApiJson<TicketTypeIn>,
 ) -> ApiResult<TicketTypeOut> {
+    modules::require(&state, &caller.account_id, Module::Ticketing).await?;
     let (campaign, t) = parse_new(body.campaign_id.as_deref(), &body.input())?;
     let created = state
         .store
@@ -235,7 +242,7 @@ pub struct BootstrapOut {
     request_body = BootstrapIn,
     responses(
         (status = 201, description = "All created in one transaction (409 when the campaign already has ticket types, or is not a ticketing campaign)", body = Envelope<BootstrapOut>),
-        SignedErrors, BodyErrors, NotFound, Conflict,
+        ModuleSignedErrors, BodyErrors, NotFound, Conflict,
     )
 )]
 pub async fn bootstrap(
@@ -243,6 +250,7 @@ pub async fn bootstrap(
     caller: Signed<scope::TicketsWrite>,
     ApiJson(body): ApiJson<BootstrapIn>,
 ) -> ApiResult<BootstrapOut> {
+    modules::require(&state, &caller.account_id, Module::Ticketing).await?;
     let items: Option<Vec<TicketTypeInput<'_>>> =
         body.ticket_types.as_ref().map(|l| l.iter().map(|f| f.input()).collect());
     let (campaign, types) = parse_bootstrap(body.campaign_id.as_deref(), items.as_deref())?;
@@ -259,6 +267,63 @@ pub async fn bootstrap(
         campaign_id: campaign,
         ticket_types: created.into_iter().map(Into::into).collect(),
     }))
+}
+
+/// Body of `PATCH /ticket-types/{id}` (D17.15): each field present is changed, the rest kept.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"price": 120, "quantity_available": 400, "status": "inactive"}))]
+pub struct TicketTypePatchIn {
+    /// 1–255 characters (after trimming).
+    #[schema(value_type = String, min_length = 1, max_length = 255, required = false)]
+    pub name: Option<String>,
+    /// At most 5000 characters.
+    #[schema(value_type = String, max_length = 5000, required = false)]
+    pub description: Option<String>,
+    /// GHS ≥ 0 with at most 2 decimals.
+    #[schema(value_type = f64, minimum = 0, maximum = 10_000_000, multiple_of = 0.01, required = false)]
+    pub price: Option<Value>,
+    /// Never below the seats already sold or held (409 `quantity_below_sold`).
+    #[schema(value_type = i64, minimum = 0, maximum = 1_000_000, required = false)]
+    pub quantity_available: Option<Value>,
+    #[schema(value_type = i64, minimum = 1, maximum = 100, required = false)]
+    pub max_per_person: Option<Value>,
+    /// inactive and archived types sell nothing.
+    #[schema(schema_with = ticket_status_schema, required = false)]
+    pub status: Option<String>,
+}
+
+/// PATCH /api/white-label/v1/ticket-types/{id} — Signed — tickets:write
+#[utoipa::path(
+    patch, path = "/api/white-label/v1/ticket-types/{id}", operation_id = "ticket_types_update", tag = "ticket types",
+    security(("signed" = [])),
+    params(("id" = String, Path, format = Uuid, description = "Ticket type id")),
+    request_body = TicketTypePatchIn,
+    responses(
+        (status = 200, description = "Updated (D17.15)", body = Envelope<TicketTypeOut>),
+        ModuleSignedErrors, BodyErrors, NotFound, QuantityConflict,
+    )
+)]
+pub async fn update(
+    State(state): State<AppState>,
+    caller: Signed<scope::TicketsWrite>,
+    Path(id): Path<String>,
+    ApiJson(b): ApiJson<TicketTypePatchIn>,
+) -> ApiResult<TicketTypeOut> {
+    modules::require(&state, &caller.account_id, Module::Ticketing).await?;
+    if !is_uuid(&id) {
+        return Err(ApiError::not_found("ticket type"));
+    }
+    let patch = parse_patch(&TicketTypePatchInput {
+        name: b.name.as_deref(),
+        description: b.description.as_deref(),
+        price: b.price.as_ref(),
+        quantity_available: b.quantity_available.as_ref(),
+        max_per_person: b.max_per_person.as_ref(),
+        status: b.status.as_deref(),
+    })?;
+    let audit = audit(&caller, "ticket_type.updated", "ticket_type");
+    Ok(ApiResponse::ok(state.store.update_ticket_type(&caller.account_id, &id, &patch, audit).await?.into()))
 }
 
 /// The filters of `GET /ticket-types`.
@@ -285,7 +350,7 @@ impl ListFilters for TicketTypeFilters {
     params(ListQuery<TicketTypeFilters>),
     responses(
         (status = 200, description = "Active ticket types of approved campaigns the key may see, newest first", body = ListEnvelope<TicketTypeOut>),
-        DomainKeyErrors, QueryErrors, NotFound,
+        ModuleDomainKeyErrors, QueryErrors, NotFound,
     )
 )]
 pub async fn list(
@@ -293,6 +358,7 @@ pub async fn list(
     caller: DomainKey<scope::TicketsRead>,
     q: ListQuery<TicketTypeFilters>,
 ) -> ApiResult<Vec<TicketTypeOut>> {
+    modules::require(&state, &caller.account_id, Module::Ticketing).await?;
     let campaign = match (q.filters, &caller.campaign_id) {
         (Some(asked), Some(own)) if asked != *own => return Err(ApiError::not_found("campaign")),
         (Some(asked), _) => {
