@@ -3,10 +3,12 @@
 //! 6 h after the attempt before (× `notifications.retry_scale`, D11.4); after the sixth failure
 //! the notification is `failed` with its last error. A message that cannot be rendered fails at
 //! once with the reason. A passcode is scrubbed from the stored payload once the message is final.
+//! Rendering runs on crate::notify's render pool (this worker waits for it) and a
+//! confirmation's QR images are drawn once, kept until the notification is final (item 5).
 use serde_json::json;
 
 use crate::domain::time::now_ms;
-use crate::notify::{carries_passcode, render, send_email, send_sms};
+use crate::notify::{carries_passcode, forget_rendered, render, send_email, send_sms};
 use crate::state::AppState;
 use crate::store::jobs::queue;
 
@@ -49,6 +51,7 @@ pub async fn execute_due(state: &AppState, now: i64) -> anyhow::Result<bool> {
                 .store
                 .notification_failed(&n.id, &format!("cannot render: {reason}"), scrub.as_ref(), now_ms())
                 .await?;
+            forget_rendered(&n.id);
             return Ok(true);
         }
     };
@@ -60,10 +63,12 @@ pub async fn execute_due(state: &AppState, now: i64) -> anyhow::Result<bool> {
         Ok(()) => {
             tracing::info!(notification = %n.id, channel = %n.channel, event_type = %n.event_type, attempt, "notification sent");
             state.store.notification_sent(&n.id, scrub.as_ref(), now_ms()).await?;
+            forget_rendered(&n.id);
         }
         Err(error) if attempt >= MAX_ATTEMPTS => {
             tracing::warn!(notification = %n.id, channel = %n.channel, attempt, %error, "notification failed for good");
             state.store.notification_failed(&n.id, &error, scrub.as_ref(), now_ms()).await?;
+            forget_rendered(&n.id);
         }
         Err(error) => {
             let delay = retry_delay_ms(attempt, state.config.notifications.retry_scale);
