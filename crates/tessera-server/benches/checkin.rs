@@ -135,6 +135,25 @@ async fn seed(client: &Client, n: usize) -> Result<Vec<String>, String> {
     Ok(codes)
 }
 
+/// One Markdown table of a run: count, rate and latency (ms) of what `hist` recorded.
+fn print_table(what: &str, hist: &Mutex<Histogram<u64>>, connections: usize, failed: u64, elapsed: Duration) {
+    let elapsed = elapsed.max(Duration::from_millis(1));
+    let h = hist.lock().map(|h| h.clone()).unwrap_or_else(|p| p.into_inner().clone());
+    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    println!("| {what} | connections | failed | rate (/s) | p50 ms | p99 ms | max ms |");
+    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} |",
+        h.len(),
+        connections,
+        failed,
+        h.len() as f64 / elapsed.as_secs_f64(),
+        ms(0.5),
+        ms(0.99),
+        h.max() as f64 / 1000.0
+    );
+}
+
 /// `GET /healthz` from `connections` closed-loop connections for `secs`: rate and latency.
 async fn healthz(url: &str, connections: usize, secs: Duration) {
     let http = reqwest::Client::builder().pool_max_idle_per_host(connections).build().unwrap_or_default();
@@ -164,21 +183,7 @@ async fn healthz(url: &str, connections: usize, secs: Duration) {
     for t in tasks {
         let _ = t.await;
     }
-    let elapsed = started.elapsed().max(Duration::from_millis(1));
-    let h = hist.lock().map(|h| h.clone()).unwrap_or_else(|p| p.into_inner().clone());
-    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-    println!("| /healthz | connections | failed | rate (/s) | p50 ms | p99 ms | max ms |");
-    println!("|---|---|---|---|---|---|---|");
-    println!(
-        "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} |",
-        h.len(),
-        connections,
-        failed.load(Ordering::Relaxed),
-        h.len() as f64 / elapsed.as_secs_f64(),
-        ms(0.5),
-        ms(0.99),
-        h.max() as f64 / 1000.0
-    );
+    print_table("/healthz", &hist, connections, failed.load(Ordering::Relaxed), started.elapsed());
 }
 
 fn main() -> ExitCode {
@@ -267,21 +272,7 @@ fn main() -> ExitCode {
         for t in tasks {
             let _ = t.await;
         }
-        let elapsed = started.elapsed().max(Duration::from_millis(1));
-        let h = hist.lock().map(|h| h.clone()).unwrap_or_else(|p| p.into_inner().clone());
-        let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-        println!("| check-ins | connections | failed | rate (/s) | p50 ms | p99 ms | max ms |");
-        println!("|---|---|---|---|---|---|---|");
-        println!(
-            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} |",
-            h.len(),
-            o.connections,
-            failed.load(Ordering::Relaxed),
-            h.len() as f64 / elapsed.as_secs_f64(),
-            ms(0.5),
-            ms(0.99),
-            h.max() as f64 / 1000.0
-        );
+        print_table("check-ins", &hist, o.connections, failed.load(Ordering::Relaxed), started.elapsed());
         if failed.load(Ordering::Relaxed) == 0 {
             ExitCode::SUCCESS
         } else {

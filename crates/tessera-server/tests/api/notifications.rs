@@ -119,6 +119,19 @@ fn assert_qr_parts(m: &Value, tickets: &[Value]) {
     assert_eq!(parts.iter().filter(|p| p["contentType"] == "image/png").count(), tickets.len());
 }
 
+/// Points the account's e-mail at a port nothing listens on: every attempt fails.
+async fn relay_down(p: &PayApp) {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let (s, body) = p
+        .signed(
+            Method::PATCH,
+            "/api/white-label/v1/settings/notifications",
+            Some(json!({"config": {"email": {"smtpHost": "127.0.0.1", "smtpPort": closed}}})),
+        )
+        .await;
+    assert_eq!(s, 200, "{body}");
+}
+
 /// The `tessera_qr_images_rendered_total` counter of `GET /metrics`.
 async fn qr_renders(p: &PayApp) -> u64 {
     let text = p.http.get(p.url("/metrics")).send().await.expect("scrape").text().await.expect("body");
@@ -133,15 +146,7 @@ async fn qr_renders(p: &PayApp) -> u64 {
 /// they are not drawn again, and the message finally sent carries them.
 async fn a_confirmations_qr_images_are_rendered_once_across_retries(b: Backend) {
     let p = spawn(b, 0.00001).await;
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let (s, body) = p
-        .signed(
-            Method::PATCH,
-            "/api/white-label/v1/settings/notifications",
-            Some(json!({"config": {"email": {"smtpHost": "127.0.0.1", "smtpPort": closed}}})),
-        )
-        .await;
-    assert_eq!(s, 200, "{body}");
+    relay_down(&p).await;
     let before = qr_renders(&p).await;
     let (_, tickets) = issued(&p, &p.account, 3).await;
     let mut now = now_ms();
@@ -194,16 +199,7 @@ async fn an_sms_is_retried_while_the_gateway_is_down_and_sent_when_it_is_back(b:
 
 async fn a_notification_fails_after_six_attempts_when_the_smtp_peer_stays_down(b: Backend) {
     let p = spawn(b, 0.00001).await;
-    // A port nothing listens on.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let (s, body) = p
-        .signed(
-            Method::PATCH,
-            "/api/white-label/v1/settings/notifications",
-            Some(json!({"config": {"email": {"smtpHost": "127.0.0.1", "smtpPort": closed}}})),
-        )
-        .await;
-    assert_eq!(s, 200, "{body}");
+    relay_down(&p).await;
     let d = create(&p, json!({"channel": "email", "eventType": "event.reminder", "recipient": "ama@example.com", "payload": {"text": "Hi"}})).await;
     let id = d["id"].as_str().expect("id").to_string();
     let mut now = now_ms();
