@@ -12,6 +12,12 @@
 //! signed Form 2 `POST /tickets/verify` with `autoVerify: true` (closed loop) until every ticket
 //! is checked in. Every answer must be `checked_in`; anything else counts as failed. The rate is
 //! check-ins per second over the whole run; latencies are per request (Markdown table, ms).
+//!
+//! For the starvation benchmark (`scripts/bench-starvation.sh`, item 5 of issue 22):
+//! `--seed-only --codes-out FILE` seeds and writes the codes (one a line) without checking in;
+//! `--codes FILE` checks in those codes instead of seeding; `--healthz SECS` first sends
+//! `GET /healthz` from `--connections` connections for SECS seconds and prints its rate and
+//! latency (Markdown table, ms).
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,6 +33,10 @@ struct Options {
     secret: String,
     connections: usize,
     tickets: usize,
+    seed_only: bool,
+    codes_out: Option<String>,
+    codes: Option<String>,
+    healthz_secs: u64,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -36,10 +46,20 @@ fn parse_args() -> Result<Options, String> {
         secret: std::env::var("TESSERA_KEY_SECRET").unwrap_or_default(),
         connections: 64,
         tickets: 20_000,
+        seed_only: false,
+        codes_out: None,
+        codes: None,
+        healthz_secs: 0,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
-        if !["--url", "--key-id", "--secret", "--connections", "--tickets"].contains(&flag.as_str()) {
+        if flag == "--seed-only" {
+            o.seed_only = true;
+            continue;
+        }
+        if !["--url", "--key-id", "--secret", "--connections", "--tickets", "--codes-out", "--codes", "--healthz"]
+            .contains(&flag.as_str())
+        {
             continue; // `--bench` from cargo
         }
         let v = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -49,6 +69,9 @@ fn parse_args() -> Result<Options, String> {
             "--key-id" => o.key_id = v,
             "--secret" => o.secret = v,
             "--connections" => o.connections = n(&v)?.max(1),
+            "--codes-out" => o.codes_out = Some(v),
+            "--codes" => o.codes = Some(v),
+            "--healthz" => o.healthz_secs = n(&v)? as u64,
             _ => o.tickets = n(&v)?.max(1),
         }
     }
@@ -112,6 +135,57 @@ async fn seed(client: &Client, n: usize) -> Result<Vec<String>, String> {
     Ok(codes)
 }
 
+/// One Markdown table of a run: count, rate and latency (ms) of what `hist` recorded.
+fn print_table(what: &str, hist: &Mutex<Histogram<u64>>, connections: usize, failed: u64, elapsed: Duration) {
+    let elapsed = elapsed.max(Duration::from_millis(1));
+    let h = hist.lock().map(|h| h.clone()).unwrap_or_else(|p| p.into_inner().clone());
+    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    println!("| {what} | connections | failed | rate (/s) | p50 ms | p99 ms | max ms |");
+    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} |",
+        h.len(),
+        connections,
+        failed,
+        h.len() as f64 / elapsed.as_secs_f64(),
+        ms(0.5),
+        ms(0.99),
+        h.max() as f64 / 1000.0
+    );
+}
+
+/// `GET /healthz` from `connections` closed-loop connections for `secs`: rate and latency.
+async fn healthz(url: &str, connections: usize, secs: Duration) {
+    let http = reqwest::Client::builder().pool_max_idle_per_host(connections).build().unwrap_or_default();
+    let hist = Arc::new(Mutex::new(Histogram::<u64>::new_with_bounds(1, 120_000_000, 3).expect("histogram")));
+    let failed = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..connections {
+        let (http, hist, failed, url) = (http.clone(), hist.clone(), failed.clone(), format!("{url}/healthz"));
+        tasks.push(tokio::spawn(async move {
+            while started.elapsed() < secs {
+                let t0 = Instant::now();
+                let ok = match http.get(&url).send().await {
+                    Ok(r) => r.status().is_success() && r.bytes().await.is_ok(),
+                    Err(_) => false,
+                };
+                if ok {
+                    if let Ok(mut h) = hist.lock() {
+                        let _ = h.record(u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX).max(1));
+                    }
+                } else {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    print_table("/healthz", &hist, connections, failed.load(Ordering::Relaxed), started.elapsed());
+}
+
 fn main() -> ExitCode {
     let o = match parse_args() {
         Ok(o) => o,
@@ -133,14 +207,37 @@ fn main() -> ExitCode {
             }
         };
         let seeded = Instant::now();
-        let codes = match seed(&client, o.tickets).await {
-            Ok(c) => Arc::new(c),
-            Err(e) => {
-                eprintln!("setup failed: {e}");
+        let codes = match &o.codes {
+            Some(path) => match std::fs::read_to_string(path) {
+                Ok(t) => Arc::new(t.lines().filter(|l| !l.is_empty()).map(str::to_string).collect::<Vec<_>>()),
+                Err(e) => {
+                    eprintln!("{path}: {e}");
+                    return ExitCode::from(2);
+                }
+            },
+            None => match seed(&client, o.tickets).await {
+                Ok(c) => Arc::new(c),
+                Err(e) => {
+                    eprintln!("setup failed: {e}");
+                    return ExitCode::from(1);
+                }
+            },
+        };
+        if o.codes.is_none() {
+            eprintln!("seeded {} tickets in {:.1} s", codes.len(), seeded.elapsed().as_secs_f64());
+        }
+        if let Some(path) = &o.codes_out {
+            if let Err(e) = std::fs::write(path, codes.join("\n")) {
+                eprintln!("{path}: {e}");
                 return ExitCode::from(1);
             }
-        };
-        eprintln!("seeded {} tickets in {:.1} s", codes.len(), seeded.elapsed().as_secs_f64());
+        }
+        if o.seed_only {
+            return ExitCode::SUCCESS;
+        }
+        if o.healthz_secs > 0 {
+            healthz(&o.url, o.connections, Duration::from_secs(o.healthz_secs)).await;
+        }
         let next = Arc::new(AtomicUsize::new(0));
         let failed = Arc::new(AtomicU64::new(0));
         let hist = Arc::new(Mutex::new(Histogram::<u64>::new_with_bounds(1, 120_000_000, 3).expect("histogram")));
@@ -175,21 +272,7 @@ fn main() -> ExitCode {
         for t in tasks {
             let _ = t.await;
         }
-        let elapsed = started.elapsed().max(Duration::from_millis(1));
-        let h = hist.lock().map(|h| h.clone()).unwrap_or_else(|p| p.into_inner().clone());
-        let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-        println!("| check-ins | connections | failed | rate (/s) | p50 ms | p99 ms | max ms |");
-        println!("|---|---|---|---|---|---|---|");
-        println!(
-            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} |",
-            h.len(),
-            o.connections,
-            failed.load(Ordering::Relaxed),
-            h.len() as f64 / elapsed.as_secs_f64(),
-            ms(0.5),
-            ms(0.99),
-            h.max() as f64 / 1000.0
-        );
+        print_table("check-ins", &hist, o.connections, failed.load(Ordering::Relaxed), started.elapsed());
         if failed.load(Ordering::Relaxed) == 0 {
             ExitCode::SUCCESS
         } else {

@@ -8,8 +8,8 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine as _;
+use std::sync::Arc;
+
 use minijinja::{context, Environment};
 use secrecy::ExposeSecret;
 use serde_json::{json, Value};
@@ -30,12 +30,27 @@ pub fn carries_passcode(event_type: &str) -> bool {
     event_type == PASSCODE_EVENT || event_type == PORTAL_PASSCODE_EVENT
 }
 
-/// A rendered message.
+/// A rendered message. `inline` holds the images the HTML references as `cid:<id>` (D17.8):
+/// they travel as parts of a multipart/related beside the HTML, never as `data:` URIs.
 #[derive(Debug, Clone)]
 pub struct Rendered {
     pub subject: String,
     pub text: String,
     pub html: String,
+    pub inline: Arc<Vec<Inline>>,
+}
+
+/// An inline image of a message: its Content-ID (without angle brackets) and PNG bytes.
+#[derive(Debug, Clone)]
+pub struct Inline {
+    pub content_id: String,
+    pub png: Vec<u8>,
+}
+
+/// The Content-ID of a ticket's QR image: `qr-<code>@tessera`, the code kept to `[A-Za-z0-9-]`.
+pub fn qr_content_id(ticket_code: &str) -> String {
+    let code: String = ticket_code.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    format!("qr-{code}@tessera")
 }
 
 const LAYOUT: &str = r#"<!doctype html>
@@ -57,7 +72,7 @@ const TEMPLATES: &[(&str, &str, &str, &str)] = &[
         r#"<p>Thank you for your purchase.</p><p>Your {{ tickets|length }} ticket(s) for <strong>{{ campaign }}</strong>:</p>
 {% for t in tickets %}<div style="border:1px solid #e4e4e7;border-radius:6px;padding:12px;margin:12px 0">
 <div style="font-size:18px;font-family:monospace">{{ t.code }}</div><div>{{ t.type }}{% if t.attendee %} · {{ t.attendee }}{% endif %}</div>
-<img src="{{ t.qr_png|safe }}" alt="QR code of ticket {{ t.code }}" width="200" height="200"></div>{% endfor %}
+<img src="cid:{{ t.cid }}" alt="QR code of ticket {{ t.code }}" width="200" height="200"></div>{% endfor %}
 <p>Show the code or its QR at the gate. Reference: {{ reference }}.</p>"#,
     ),
     (
@@ -160,21 +175,38 @@ pub async fn render(state: &AppState, n: &Notification) -> Result<Rendered, Stri
             Some(h) => h,
             None => format!("<p>{}</p>", escape(&text).replace('\n', "<br>")),
         };
-        return Ok(Rendered { subject, text, html: layout(&html)? });
+        return Ok(Rendered { subject, text, html: layout(&html)?, inline: Arc::default() });
     }
-    let ctx = event_context(state, n).await?;
+    let (ctx, inline) = event_context(state, n).await?;
     let ctx = merge(ctx, json!({"support": brand["support"]}));
+    // Templates of a hundred tickets are CPU work too: they run on the render pool (item 5).
+    let event_type = n.event_type.clone();
+    let (subject, text, html) = pool::run(move || render_templates(env, &event_type, &ctx, &brand)).await??;
+    Ok(Rendered { subject: n.subject.clone().unwrap_or(subject), text, html, inline })
+}
+
+/// The event type's subject, text and HTML (in the layout) from its context.
+fn render_templates(
+    env: &Environment<'static>,
+    event_type: &str,
+    ctx: &Value,
+    brand: &Value,
+) -> Result<(String, String, String), String> {
     let get = |suffix: &str| {
-        env.get_template(&format!("{}.{suffix}", n.event_type))
-            .map_err(|_| format!("no template for event type {:?} and no payload.html or payload.text", n.event_type))
+        env.get_template(&format!("{event_type}.{suffix}"))
+            .map_err(|_| format!("no template for event type {event_type:?} and no payload.html or payload.text"))
     };
-    let subject = get("subject.txt")?.render(&ctx).map_err(|e| format!("subject: {e}"))?;
-    let text = get("txt")?.render(&ctx).map_err(|e| format!("text: {e}"))?;
-    let html = get("html")?.render(&ctx).map_err(|e| format!("html: {e}"))?;
+    let subject = get("subject.txt")?.render(ctx).map_err(|e| format!("subject: {e}"))?;
+    let text = get("txt")?.render(ctx).map_err(|e| format!("text: {e}"))?;
+    let html = get("html")?.render(ctx).map_err(|e| format!("html: {e}"))?;
     if text.trim().is_empty() || html.trim().is_empty() {
         return Err("the template rendered an empty body".into());
     }
-    Ok(Rendered { subject: n.subject.clone().unwrap_or(subject), text, html: layout(&html)? })
+    let html = env
+        .get_template("layout.html")
+        .and_then(|t| t.render(context! { brand => brand, content => html }))
+        .map_err(|e| format!("layout: {e}"))?;
+    Ok((subject, text, html))
 }
 
 fn merge(mut a: Value, b: Value) -> Value {
@@ -194,8 +226,10 @@ async fn campaign_title(state: &AppState, account_id: &str, payload: &Value) -> 
     }
 }
 
-/// Template variables of an event: the payload, plus what the store knows (tickets, titles).
-async fn event_context(state: &AppState, n: &Notification) -> Result<Value, String> {
+/// Template variables of an event: the payload, plus what the store knows (tickets, titles);
+/// and the inline images the HTML references (a confirmation's QR codes, rendered once per
+/// notification on the render pool and kept across retries, see [`qr_images`]).
+async fn event_context(state: &AppState, n: &Notification) -> Result<(Value, Arc<Vec<Inline>>), String> {
     let p = &n.payload;
     let campaign = campaign_title(state, &n.account_id, p).await;
     let money = |k: &str| p.get(k).and_then(Value::as_i64).map(|a| to_ghs(a).to_string()).unwrap_or_default();
@@ -203,6 +237,7 @@ async fn event_context(state: &AppState, n: &Notification) -> Result<Value, Stri
         p.clone(),
         json!({"campaign": campaign, "reference": str_of(p, "reference").unwrap_or(""), "amount": money("amount")}),
     );
+    let none = Arc::<Vec<Inline>>::default;
     match n.event_type.as_str() {
         "ticket.purchase.confirmed" => {
             let reference = str_of(p, "reference").ok_or("ticket.purchase.confirmed needs payload.reference")?;
@@ -210,24 +245,179 @@ async fn event_context(state: &AppState, n: &Notification) -> Result<Value, Stri
             if tickets.is_empty() {
                 return Err(format!("no tickets were issued for {reference}"));
             }
-            let mut items = Vec::with_capacity(tickets.len());
-            for t in tickets {
-                let png = qr::png(&t.qr_token)?;
-                items.push(json!({
-                    "code": t.ticket_code, "type": t.ticket_type_name, "attendee": t.attendee_name,
-                    "qr_png": format!("data:image/png;base64,{}", STANDARD.encode(png)),
-                }));
-            }
-            Ok(merge(base, json!({"tickets": items})))
+            let codes: Vec<(String, String)> =
+                tickets.iter().map(|t| (qr_content_id(&t.ticket_code), t.qr_token.clone())).collect();
+            let inline = qr_images(&n.id, codes).await?;
+            let items: Vec<Value> = tickets
+                .into_iter()
+                .map(|t| {
+                    json!({"code": t.ticket_code, "type": t.ticket_type_name, "attendee": t.attendee_name,
+                           "cid": qr_content_id(&t.ticket_code)})
+                })
+                .collect();
+            Ok((merge(base, json!({"tickets": items})), inline))
         }
         PASSCODE_EVENT | PORTAL_PASSCODE_EVENT => {
             str_of(p, "code").ok_or("the passcode is no longer kept")?;
-            Ok(merge(base, json!({"minutes": p.get("minutes").cloned().unwrap_or(json!(10))})))
+            Ok((merge(base, json!({"minutes": p.get("minutes").cloned().unwrap_or(json!(10))})), none()))
         }
-        "campaign.status.updated" => {
-            Ok(merge(base, json!({"from": str_of(p, "from").unwrap_or("?"), "to": str_of(p, "to").unwrap_or("?")})))
+        "campaign.status.updated" => Ok((
+            merge(base, json!({"from": str_of(p, "from").unwrap_or("?"), "to": str_of(p, "to").unwrap_or("?")})),
+            none(),
+        )),
+        _ => Ok((merge(base, json!({"quantity": p.get("quantity").cloned().unwrap_or(json!(1))})), none())),
+    }
+}
+
+/// The QR images of a confirmation, `(content id, QR token)` in ticket order. Rendered once per
+/// notification on the render pool, then kept in [`cache`] until the notification is final, so
+/// a retry while no relay answers sends the same bytes without drawing them again (item 5).
+/// Only QR images are kept: no passcode ever enters the cache (D9, D13 scrubbing untouched).
+async fn qr_images(notification_id: &str, codes: Vec<(String, String)>) -> Result<Arc<Vec<Inline>>, String> {
+    if let Some(hit) = cache::get(notification_id) {
+        if hit.len() == codes.len() && hit.iter().zip(&codes).all(|(i, (cid, _))| &i.content_id == cid) {
+            return Ok(hit);
         }
-        _ => Ok(merge(base, json!({"quantity": p.get("quantity").cloned().unwrap_or(json!(1))}))),
+    }
+    let images = pool::run(move || {
+        let mut out = Vec::with_capacity(codes.len());
+        for (content_id, token) in codes {
+            out.push(Inline { content_id, png: qr::png(&token)? });
+        }
+        crate::telemetry::metrics::qr_images_rendered(out.len() as u64);
+        Ok::<_, String>(out)
+    })
+    .await??;
+    let images = Arc::new(images);
+    cache::put(notification_id, images.clone());
+    Ok(images)
+}
+
+/// Forgets what was kept for a notification once it is final (sent or failed).
+pub fn forget_rendered(notification_id: &str) {
+    cache::remove(notification_id);
+}
+
+/// The render pool (item 5): CPU-heavy rendering (QR images, templates) runs on a few
+/// dedicated threads — half the cores, at least one — never on the runtime threads that answer requests. A caller waits (asynchronously) for a
+/// free thread, so at most that many renders run at once and none queue unboundedly.
+mod pool {
+    use std::sync::mpsc;
+    use std::sync::{Mutex, OnceLock};
+
+    use tokio::sync::{oneshot, Semaphore};
+
+    type Job = Box<dyn FnOnce() + Send>;
+
+    struct Pool {
+        jobs: Mutex<mpsc::Sender<Job>>,
+        permits: Semaphore,
+    }
+
+    fn threads() -> usize {
+        std::thread::available_parallelism().map(|n| n.get() / 2).unwrap_or(1).max(1)
+    }
+
+    fn pool() -> &'static Pool {
+        static POOL: OnceLock<Pool> = OnceLock::new();
+        POOL.get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<Job>();
+            let rx = std::sync::Arc::new(Mutex::new(rx));
+            let n = threads();
+            for i in 0..n {
+                let rx = rx.clone();
+                let spawned = std::thread::Builder::new().name(format!("tessera-render-{i}")).spawn(move || loop {
+                    let job = match rx.lock() {
+                        Ok(r) => r.recv(),
+                        Err(_) => return,
+                    };
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => return,
+                    }
+                });
+                if let Err(e) = spawned {
+                    tracing::warn!(error = %e, "render thread could not start");
+                }
+            }
+            Pool { jobs: Mutex::new(tx), permits: Semaphore::new(n) }
+        })
+    }
+
+    /// Runs `f` on the render pool and waits for its result.
+    pub async fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+        let pool = pool();
+        let _permit = pool.permits.acquire().await.map_err(|_| "the render pool is closed".to_string())?;
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move || {
+            let _ = tx.send(f());
+        });
+        pool.jobs
+            .lock()
+            .map_err(|_| "the render pool is poisoned".to_string())?
+            .send(job)
+            .map_err(|_| "the render pool is gone".to_string())?;
+        rx.await.map_err(|_| "a render panicked".to_string())
+    }
+}
+
+/// Rendered QR images by notification id, kept across retries and bounded (64 MiB; the oldest
+/// entry goes first). Lost on restart: the next attempt then renders once again.
+mod cache {
+    use std::collections::{HashMap, VecDeque};
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use super::Inline;
+
+    const MAX_BYTES: usize = 64 * 1024 * 1024;
+
+    #[derive(Default)]
+    struct Cache {
+        entries: HashMap<String, Arc<Vec<Inline>>>,
+        order: VecDeque<String>,
+        bytes: usize,
+    }
+
+    fn size(v: &[Inline]) -> usize {
+        v.iter().map(|i| i.png.len() + i.content_id.len()).sum()
+    }
+
+    fn cache() -> &'static Mutex<Cache> {
+        static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+        CACHE.get_or_init(Mutex::default)
+    }
+
+    pub fn get(id: &str) -> Option<Arc<Vec<Inline>>> {
+        cache().lock().ok()?.entries.get(id).cloned()
+    }
+
+    pub fn put(id: &str, v: Arc<Vec<Inline>>) {
+        let Ok(mut c) = cache().lock() else { return };
+        let add = size(&v);
+        if add > MAX_BYTES {
+            return;
+        }
+        if let Some(old) = c.entries.remove(id) {
+            c.bytes -= size(&old);
+            c.order.retain(|k| k != id);
+        }
+        while c.bytes + add > MAX_BYTES {
+            let Some(k) = c.order.pop_front() else { break };
+            if let Some(old) = c.entries.remove(&k) {
+                c.bytes -= size(&old);
+            }
+        }
+        c.bytes += add;
+        c.order.push_back(id.to_string());
+        c.entries.insert(id.to_string(), v);
+    }
+
+    pub fn remove(id: &str) {
+        let Ok(mut c) = cache().lock() else { return };
+        if let Some(old) = c.entries.remove(id) {
+            c.bytes -= size(&old);
+            c.order.retain(|k| k != id);
+        }
     }
 }
 
@@ -398,9 +588,25 @@ async fn guard_smtp_host(state: &AppState, s: &Smtp) -> Result<(), String> {
     }
 }
 
+/// The MIME body (D17.8): text and HTML as alternatives; with inline images the HTML is a
+/// multipart/related of the HTML and one image/png part per `cid:` it references.
+fn body(m: &Rendered) -> Result<lettre::message::MultiPart, String> {
+    use lettre::message::header::ContentType;
+    use lettre::message::{Attachment, MultiPart, SinglePart};
+    if m.inline.is_empty() {
+        return Ok(MultiPart::alternative_plain_html(m.text.clone(), m.html.clone()));
+    }
+    let png = ContentType::parse("image/png").map_err(|e| format!("building the message: {e}"))?;
+    let mut related = MultiPart::related().singlepart(SinglePart::html(m.html.clone()));
+    for i in m.inline.iter() {
+        related = related.singlepart(Attachment::new_inline(i.content_id.clone()).body(i.png.clone(), png.clone()));
+    }
+    Ok(MultiPart::alternative().singlepart(SinglePart::plain(m.text.clone())).multipart(related))
+}
+
 /// Sends one e-mail.
 pub async fn send_email(state: &AppState, n: &Notification, m: &Rendered) -> Result<(), String> {
-    use lettre::message::{Mailbox, MultiPart};
+    use lettre::message::Mailbox;
     use lettre::{AsyncTransport, Message};
 
     let notifications = notifications_settings(state, &n.account_id).await?;
@@ -413,7 +619,7 @@ pub async fn send_email(state: &AppState, n: &Notification, m: &Rendered) -> Res
         .from(from)
         .to(to)
         .subject(m.subject.clone())
-        .multipart(MultiPart::alternative_plain_html(m.text.clone(), m.html.clone()))
+        .multipart(body(m)?)
         .map_err(|e| format!("building the message: {e}"))?;
     transport(state, &smtp)?.send(message).await.map(|_| ()).map_err(|e| smtp_error(&smtp, &e))
 }

@@ -3,11 +3,13 @@
 //! QUIT — and AUTH PLAIN/LOGIN accepted as given, so clients configured with credentials work.
 //! It offers STARTTLS with a certificate it generates at start, issued by its own CA, whose PEM
 //! the sandbox writes to `<data-dir>/sandbox-ca.pem`; an extra listener can speak implicit TLS.
-//! Each message is parsed with `mail-parser` into `from`, `to`, `subject`, `text`, `html` (and
-//! `tls`: whether it came over TLS) and kept in memory for `GET /sandbox/mail`.
+//! Each message is parsed with `mail-parser` into `from`, `to`, `subject`, `text`, `html`, `tls`
+//! (whether it came over TLS) and `parts` (every leaf part's `contentType`, `contentId`,
+//! `disposition` and decoded `size`, so tests see a multipart/related's inline images, D17.8) and
+//! kept in memory for `GET /sandbox/mail`.
 use std::sync::Arc;
 
-use mail_parser::{MessageParser, PartType};
+use mail_parser::{MessageParser, MimeHeaders, PartType};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -292,7 +294,7 @@ fn parse_message(raw: &[u8], envelope_from: &str, rcpts: &[String]) -> Value {
         .map(|a| a.iter().filter_map(|x| x.address().map(str::to_string)).collect())
         .unwrap_or_default();
     let to = if header_to.is_empty() { rcpts.to_vec() } else { header_to };
-    let (mut text, mut html) = (None, None);
+    let (mut text, mut html, mut parts) = (None, None, Vec::new());
     if let Some(m) = &parsed {
         for part in &m.parts {
             match &part.body {
@@ -300,6 +302,19 @@ fn parse_message(raw: &[u8], envelope_from: &str, rcpts: &[String]) -> Value {
                 PartType::Html(h) if html.is_none() => html = Some(h.to_string()),
                 _ => {}
             }
+            if part.is_multipart() {
+                continue;
+            }
+            let content_type = part.content_type().map(|c| match c.subtype() {
+                Some(sub) => format!("{}/{sub}", c.ctype()),
+                None => c.ctype().to_string(),
+            });
+            parts.push(json!({
+                "contentType": content_type,
+                "contentId": part.content_id(),
+                "disposition": part.content_disposition().map(|d| d.ctype().to_string()),
+                "size": part.contents().len(),
+            }));
         }
     }
     json!({
@@ -308,6 +323,7 @@ fn parse_message(raw: &[u8], envelope_from: &str, rcpts: &[String]) -> Value {
         "subject": parsed.as_ref().and_then(|m| m.subject()),
         "text": text,
         "html": html,
+        "parts": parts,
         "envelope": {"from": envelope_from, "to": rcpts},
         "at": now_rfc3339(),
     })

@@ -15,6 +15,7 @@
 //! | `tessera_job_oldest_age_seconds` | gauge | `queue` |
 //! | `tessera_webhooks_received_total` | counter | `provider`, `outcome` |
 //! | `tessera_notifications_total` | counter | `channel`, `outcome` |
+//! | `tessera_qr_images_rendered_total` | counter | — (QR PNGs drawn for messages, item 5 of issue 22) |
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -25,6 +26,7 @@ pub const JOB_QUEUE_DEPTH: &str = "tessera_job_queue_depth";
 pub const JOB_OLDEST_AGE: &str = "tessera_job_oldest_age_seconds";
 pub const WEBHOOKS_RECEIVED: &str = "tessera_webhooks_received_total";
 pub const NOTIFICATIONS: &str = "tessera_notifications_total";
+pub const QR_IMAGES_RENDERED: &str = "tessera_qr_images_rendered_total";
 
 /// The route label of a request that matched no route (a 404 of the fallback): raw paths would
 /// let any client mint new series.
@@ -66,6 +68,7 @@ fn describe() {
     describe_gauge!(JOB_OLDEST_AGE, Unit::Seconds, "Age of the oldest job not yet done, per queue.");
     describe_counter!(WEBHOOKS_RECEIVED, "Inbound provider webhooks, by provider and outcome.");
     describe_counter!(NOTIFICATIONS, "Notification delivery attempts, by channel and outcome.");
+    describe_counter!(QR_IMAGES_RENDERED, "QR images drawn for messages (once per notification, not per attempt).");
 }
 
 /// The Prometheus text exposition of every series (empty if the recorder is not ours).
@@ -121,6 +124,11 @@ pub fn webhook_received(provider: &'static str, outcome: &'static str) {
 /// `"retry"`, `"failed"`.
 pub fn notification_outcome(channel: &'static str, outcome: &'static str) {
     metrics::counter!(NOTIFICATIONS, "channel" => channel, "outcome" => outcome).increment(1);
+}
+
+/// `n` QR images drawn for a message.
+pub fn qr_images_rendered(n: u64) {
+    metrics::counter!(QR_IMAGES_RENDERED).increment(n);
 }
 
 #[cfg(test)]

@@ -3,12 +3,15 @@
 //! 6 h after the attempt before (× `notifications.retry_scale`, D11.4); after the sixth failure
 //! the notification is `failed` with its last error. A message that cannot be rendered fails at
 //! once with the reason. A passcode is scrubbed from the stored payload once the message is final.
+//! Rendering runs on crate::notify's render pool (this worker waits for it) and a
+//! confirmation's QR images are drawn once, kept until the notification is final (item 5).
 use serde_json::json;
 
 use crate::domain::time::now_ms;
-use crate::notify::{carries_passcode, render, send_email, send_sms};
+use crate::notify::{carries_passcode, forget_rendered, render, send_email, send_sms};
 use crate::state::AppState;
 use crate::store::jobs::queue;
+use crate::telemetry::metrics;
 
 /// Delays before attempts 2 to 6, milliseconds (D9.2).
 pub const RETRY_DELAYS_MS: [i64; 5] = [60_000, 300_000, 1_800_000, 7_200_000, 21_600_000];
@@ -49,9 +52,11 @@ pub async fn execute_due(state: &AppState, now: i64) -> anyhow::Result<bool> {
                 .store
                 .notification_failed(&n.id, &format!("cannot render: {reason}"), scrub.as_ref(), now_ms())
                 .await?;
+            forget_rendered(&n.id);
             return Ok(true);
         }
     };
+    let channel: &'static str = n.channel.as_str();
     let sent = match n.channel.as_str() {
         "sms" => send_sms(state, &n, &rendered).await,
         _ => send_email(state, &n, &rendered).await,
@@ -60,16 +65,21 @@ pub async fn execute_due(state: &AppState, now: i64) -> anyhow::Result<bool> {
         Ok(()) => {
             tracing::info!(notification = %n.id, channel = %n.channel, event_type = %n.event_type, attempt, "notification sent");
             state.store.notification_sent(&n.id, scrub.as_ref(), now_ms()).await?;
+            forget_rendered(&n.id);
+            metrics::notification_outcome(channel, "sent");
         }
         Err(error) if attempt >= MAX_ATTEMPTS => {
             tracing::warn!(notification = %n.id, channel = %n.channel, attempt, %error, "notification failed for good");
             state.store.notification_failed(&n.id, &error, scrub.as_ref(), now_ms()).await?;
+            forget_rendered(&n.id);
+            metrics::notification_outcome(channel, "failed");
         }
         Err(error) => {
             let delay = retry_delay_ms(attempt, state.config.notifications.retry_scale);
             tracing::warn!(notification = %n.id, channel = %n.channel, attempt, delay_ms = delay, %error, "notification attempt failed; retrying");
             state.store.notification_retry(&n.id, &error, now).await?;
             state.store.reschedule_job(&job, worker, now + delay, delay, Some(&error)).await?;
+            metrics::notification_outcome(channel, "retry");
         }
     }
     Ok(true)

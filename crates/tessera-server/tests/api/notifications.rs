@@ -86,11 +86,86 @@ async fn a_ticket_confirmation_carries_every_ticket_code_and_its_qr(b: Backend) 
     for t in &tickets {
         assert!(text.contains(&code_of(t)) && html.contains(&code_of(t)), "every code in both parts");
     }
-    assert_eq!(html.matches("data:image/png;base64,").count(), 2, "a QR per ticket");
+    assert_qr_parts(m, &tickets);
     let (s, list) = p.signed(Method::GET, &format!("{NOTIFICATIONS}?status=sent&channel=email"), None).await;
     assert_eq!(s, 200, "{list}");
     assert_eq!(list["data"][0]["eventType"], "ticket.purchase.confirmed");
     assert_eq!(list["pagination"]["total"], 1);
+}
+
+/// D17.8: the HTML references `cid:<id>` for each ticket, each id is an image/png part with
+/// that Content-ID (inside a multipart/related), and no `data:` URI is left.
+fn assert_qr_parts(m: &Value, tickets: &[Value]) {
+    let html = m["html"].as_str().unwrap_or_default();
+    assert!(!html.contains("data:"), "no data: URI remains");
+    let parts = m["parts"].as_array().expect("parts");
+    let mut ids = Vec::new();
+    for t in tickets {
+        let code = code_of(t);
+        let id = parts
+            .iter()
+            .filter_map(|p| p["contentId"].as_str())
+            .find(|id| id.contains(code.as_str()))
+            .unwrap_or_else(|| panic!("a part for {code}: {parts:?}"));
+        assert!(html.contains(&format!("src=\"cid:{id}\"")), "the HTML references cid:{id}");
+        let part = parts.iter().find(|p| p["contentId"] == id).expect("part");
+        assert_eq!(part["contentType"], "image/png", "{part}");
+        assert_eq!(part["disposition"], "inline", "{part}");
+        assert!(part["size"].as_u64().is_some_and(|n| n > 100), "{part}");
+        ids.push(id.to_string());
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), tickets.len(), "one image per ticket");
+    assert_eq!(parts.iter().filter(|p| p["contentType"] == "image/png").count(), tickets.len());
+}
+
+/// Points the account's e-mail at a port nothing listens on: every attempt fails.
+async fn relay_down(p: &PayApp) {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let (s, body) = p
+        .signed(
+            Method::PATCH,
+            "/api/white-label/v1/settings/notifications",
+            Some(json!({"config": {"email": {"smtpHost": "127.0.0.1", "smtpPort": closed}}})),
+        )
+        .await;
+    assert_eq!(s, 200, "{body}");
+}
+
+/// The `tessera_qr_images_rendered_total` counter of `GET /metrics`.
+async fn qr_renders(p: &PayApp) -> u64 {
+    let text = p.http.get(p.url("/metrics")).send().await.expect("scrape").text().await.expect("body");
+    text.lines()
+        .find(|l| l.starts_with("tessera_qr_images_rendered_total"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+/// Item 5: while no relay answers, each retry sends the QR images drawn at the first attempt;
+/// they are not drawn again, and the message finally sent carries them.
+async fn a_confirmations_qr_images_are_rendered_once_across_retries(b: Backend) {
+    let p = spawn(b, 0.00001).await;
+    relay_down(&p).await;
+    let before = qr_renders(&p).await;
+    let (_, tickets) = issued(&p, &p.account, 3).await;
+    let mut now = now_ms();
+    for _ in 0..3 {
+        workers::notifications::execute_due(&p.state, now).await.expect("run");
+        now += 3_600_000;
+    }
+    let (s, list) = p.signed(Method::GET, &format!("{NOTIFICATIONS}?status=queued&channel=email"), None).await;
+    assert_eq!(s, 200, "{list}");
+    let n = &list["data"][0];
+    assert_eq!((n["eventType"].as_str(), n["attempts"].as_i64()), (Some("ticket.purchase.confirmed"), Some(3)), "{n}");
+    assert_eq!(qr_renders(&p).await - before, 3, "three images drawn once, not once per attempt");
+    point_mail_at_sandbox(&p, &p.account.private).await;
+    workers::notifications::execute_due(&p.state, now).await.expect("run");
+    assert_eq!(show(&p, n["id"].as_str().expect("id")).await["status"], "sent");
+    assert_eq!(qr_renders(&p).await - before, 3, "the fourth attempt sent the same images");
+    let mail = p.sandbox.mail();
+    let m = mail.iter().find(|m| m["subject"].as_str().is_some_and(|s| s.starts_with("Your tickets"))).expect("mail");
+    assert_qr_parts(m, &tickets);
 }
 
 async fn an_sms_goes_through_the_accounts_gateway_with_a_normalized_number(b: Backend) {
@@ -124,16 +199,7 @@ async fn an_sms_is_retried_while_the_gateway_is_down_and_sent_when_it_is_back(b:
 
 async fn a_notification_fails_after_six_attempts_when_the_smtp_peer_stays_down(b: Backend) {
     let p = spawn(b, 0.00001).await;
-    // A port nothing listens on.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let (s, body) = p
-        .signed(
-            Method::PATCH,
-            "/api/white-label/v1/settings/notifications",
-            Some(json!({"config": {"email": {"smtpHost": "127.0.0.1", "smtpPort": closed}}})),
-        )
-        .await;
-    assert_eq!(s, 200, "{body}");
+    relay_down(&p).await;
     let d = create(&p, json!({"channel": "email", "eventType": "event.reminder", "recipient": "ama@example.com", "payload": {"text": "Hi"}})).await;
     let id = d["id"].as_str().expect("id").to_string();
     let mut now = now_ms();
@@ -240,6 +306,7 @@ on_both!(
     an_sms_goes_through_the_accounts_gateway_with_a_normalized_number,
     an_sms_is_retried_while_the_gateway_is_down_and_sent_when_it_is_back,
     a_notification_fails_after_six_attempts_when_the_smtp_peer_stays_down,
+    a_confirmations_qr_images_are_rendered_once_across_retries,
     a_message_with_no_template_and_no_content_fails_with_a_reason,
     each_notification_rule_is_a_400_naming_its_field,
     notifications_need_their_scope_and_stay_in_their_account,
