@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tessera_client::Method;
 use tessera_server::domain::time::now_ms;
-use tessera_server::sandbox::{Sandbox, SandboxOptions};
 use tessera_server::workers;
 
 use crate::helpers::{assert_error, detail_fields, spawn_with, Backend, TestKey};
@@ -26,13 +25,7 @@ const SETTINGS: &str = "/api/white-label/v1/settings/notifications";
 /// `smtp` or `smtps`), the sink's CA trusted through `security.extra_ca_file`, and private
 /// endpoints NOT allowed: certificate checking and STARTTLS need no loophole.
 async fn spawn_platform_mail(b: Backend, scheme: &str) -> PayApp {
-    let sandbox = Sandbox::start(SandboxOptions {
-        listen: "127.0.0.1:0".parse().expect("addr"),
-        smtp_listen: Some("127.0.0.1:0".parse().expect("addr")),
-        notify_url: None,
-    })
-    .await
-    .expect("sandbox");
+    let sandbox = crate::payments::start_sandbox().await;
     let smtp = match scheme {
         "smtps" => sandbox.listen_smtps("127.0.0.1:0".parse().expect("addr")).await.expect("smtps"),
         _ => sandbox.smtp_addr().expect("smtp"),

@@ -39,14 +39,19 @@ pub(crate) async fn spawn_paid(b: Backend) -> PayApp {
     spawn_paid_with(b, |_| {}).await
 }
 
-pub(crate) async fn spawn_paid_with(b: Backend, tweak: impl FnOnce(&mut tessera_server::config::Config)) -> PayApp {
-    let sandbox = Sandbox::start(SandboxOptions {
+/// A sandbox on free loopback ports, its SMTP sink included.
+pub(crate) async fn start_sandbox() -> SandboxHandle {
+    Sandbox::start(SandboxOptions {
         listen: "127.0.0.1:0".parse().expect("addr"),
         smtp_listen: Some("127.0.0.1:0".parse().expect("addr")),
         notify_url: None,
     })
     .await
-    .expect("sandbox");
+    .expect("sandbox")
+}
+
+pub(crate) async fn spawn_paid_with(b: Backend, tweak: impl FnOnce(&mut tessera_server::config::Config)) -> PayApp {
+    let sandbox = start_sandbox().await;
     let urls: Vec<String> =
         ["provider_a", "provider_b", "provider_c"].iter().map(|p| sandbox.provider_url(p)).collect();
     let app = spawn_with(b, |c| {
