@@ -266,10 +266,14 @@ async fn raw_exchange(app: &TestApp, request: Vec<u8>) -> String {
     tokio::task::spawn_blocking(move || {
         let mut s = TcpStream::connect(&addr).expect("connect");
         // A refusal may come before every byte is sent: the rest is then refused by a closed
-        // socket, which is what is being tested.
+        // socket, which is what is being tested. The answer is read while the request is still
+        // being written: a server that closes with request bytes unread resets the connection,
+        // and a reset discards whatever the client had not read yet.
+        let mut reader = s.try_clone().expect("clone");
+        let answer = std::thread::spawn(move || read_all(&mut reader));
         let _ = s.write_all(&request);
         let _ = s.shutdown(std::net::Shutdown::Write);
-        read_all(&mut s)
+        answer.join().expect("reader")
     })
     .await
     .expect("join")
