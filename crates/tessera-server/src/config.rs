@@ -31,6 +31,7 @@ pub struct Config {
     pub providers: ProvidersConfig,
     pub http: HttpConfig,
     pub metrics: MetricsConfig,
+    pub redis: RedisConfig,
     #[serde(skip)]
     pub master_key: Option<SecretString>,
 }
@@ -65,6 +66,30 @@ pub struct HttpConfig {
     pub idle_timeout_ms: u64,
     /// Connections served at once; further clients wait in the kernel's accept queue.
     pub max_connections: usize,
+}
+
+/// Why `serve` will not start beside another instance (D17.3): the process exits 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StartRefused(pub String);
+
+/// `[redis]`: the shared replay store and counters of several instances (D17.1).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisConfig {
+    /// Empty: in memory. Secret (it may carry a password). Env REDIS_URL.
+    pub url: SecretString,
+    pub key_prefix: String,
+    pub timeout_ms: u64,
+    pub connections: usize,
+}
+
+impl RedisConfig {
+    /// Whether instances share their guards through Redis.
+    pub fn enabled(&self) -> bool {
+        use secrecy::ExposeSecret as _;
+        !self.url.expose_secret().trim().is_empty()
+    }
 }
 
 /// `[metrics]`: the Prometheus endpoint (D16.20).
@@ -381,6 +406,18 @@ impl Config {
         }
         if let Some(v) = env("TESSERA_WORKERS_ENABLED") {
             cfg.workers.enabled = env_flag("TESSERA_WORKERS_ENABLED", &v)?;
+        }
+        if let Some(v) = env("TESSERA_WORKERS") {
+            cfg.workers.enabled = env_flag("TESSERA_WORKERS", &v)?;
+        }
+        if let Some(v) = env("REDIS_URL") {
+            cfg.redis.url = SecretString::from(v);
+        }
+        if let Some(v) = env("TESSERA_REDIS_KEY_PREFIX") {
+            cfg.redis.key_prefix = v;
+        }
+        if cfg.redis.timeout_ms == 0 || cfg.redis.connections == 0 {
+            anyhow::bail!("redis.timeout_ms and redis.connections must be > 0");
         }
         if let Some(v) = env_parse("TESSERA_NOTIFICATION_RETRY_SCALE")? {
             cfg.notifications.retry_scale = v;

@@ -38,6 +38,10 @@ pub enum Command {
         /// The sandbox's HTTP listener with --demo.
         #[arg(long, default_value = "127.0.0.1:8090")]
         sandbox_listen: std::net::SocketAddr,
+        /// Serve the API only: run no background workers on this instance (env TESSERA_WORKERS=0).
+        /// Other instances' workers take the jobs (D17.4).
+        #[arg(long)]
+        no_workers: bool,
     },
     /// Run the sandbox: provider APIs, checkout page, SMS gateway and SMTP sink, in memory, on
     /// loopback. For demos and tests; it moves no money. The SMTP sink offers STARTTLS with a

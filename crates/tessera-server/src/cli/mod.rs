@@ -45,7 +45,12 @@ pub async fn run(cli: Cli) -> ExitCode {
         _ => None,
     };
     let cfg = match Config::load(&Overrides { listen, ..over }) {
-        Ok(c) => c,
+        Ok(mut c) => {
+            if let Command::Serve { no_workers: true, .. } = &cli.command {
+                c.workers.enabled = false;
+            }
+            c
+        }
         Err(e) => {
             eprintln!("error: configuration: {e:#}");
             return ExitCode::from(2);
@@ -91,7 +96,12 @@ fn exit_code(result: anyhow::Result<()>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            // A refusal to start beside another instance (D17.3) exits 2, like a bad configuration.
+            if e.chain().any(|c| c.is::<crate::config::StartRefused>()) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
