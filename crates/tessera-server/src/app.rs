@@ -26,10 +26,19 @@ impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         let (store, keyring) = open_store(&config).await?;
         let directory = KeyDirectory::load(store.clone(), keyring).await?;
+        let shared = match config.redis.enabled() {
+            true => Some(crate::auth::shared::SharedGuards::new(&config.redis, &config.security)?),
+            false => None,
+        };
+        if let Some(shared) = &shared {
+            // Unreachable: start anyway (D17.39); signed requests answer 503 until it answers.
+            shared.begin_epoch(now_ms()).await;
+        }
         let listener = TcpListener::bind(config.listen).await.with_context(|| format!("binding {}", config.listen))?;
         let state = AppState::new(AppInner {
             replay: ReplayStore::new(config.security.replay_capacity),
             guards: Guards::new(&config.security),
+            shared,
             started_at_ms: now_ms(),
             openapi_json: crate::http::openapi().to_json().context("openapi")?,
             worker_id: crate::domain::new_id(),
@@ -61,12 +70,23 @@ impl Application {
     ) -> anyhow::Result<()> {
         let cancel = CancellationToken::new();
         let background = tokio::spawn(maintenance(self.state.clone(), cancel.clone()));
+        let probe = self.state.shared.is_some().then(|| {
+            let (state, cancel) = (self.state.clone(), cancel.clone());
+            tokio::spawn(async move {
+                if let Some(shared) = &state.shared {
+                    shared.probe(cancel).await;
+                }
+            })
+        });
         let workers =
             if self.state.config.workers.enabled { crate::workers::spawn(&self.state, &cancel) } else { Vec::new() };
         let app = crate::http::router(self.state.clone());
         let result = crate::http::serve::run(self.listener, app, &self.state.config, shutdown).await;
         cancel.cancel();
         let _ = background.await;
+        if let Some(p) = probe {
+            let _ = p.await;
+        }
         // Each worker finishes the job it is on; whatever is still claimed goes back (D16.22).
         for w in workers {
             let _ = w.await;

@@ -21,6 +21,9 @@ pub struct AppInner {
     pub directory: KeyDirectory,
     pub replay: ReplayStore,
     pub guards: Guards,
+    /// The guards several instances share through Redis (D17.1), when `redis.url` is set:
+    /// then `replay` and the in-memory counters of `guards` are not used on API routes.
+    pub shared: Option<crate::auth::shared::SharedGuards>,
     /// Signed timestamps older than this are refused (D2.6).
     pub started_at_ms: i64,
     pub openapi_json: String,

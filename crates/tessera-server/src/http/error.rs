@@ -177,6 +177,16 @@ impl ApiError {
     }
     /// 429 with `Retry-After` only, where no request budget applies (an authentication block,
     /// a full replay store).
+    /// D17.2: the shared replay store (Redis) does not answer; signed requests fail closed.
+    pub fn replay_store_unavailable() -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "replay_store_unavailable",
+            "the replay store is unavailable; retry shortly with a fresh signature",
+        );
+        e.headers.push((HeaderName::from_static("retry-after"), HeaderValue::from(1u32)));
+        e
+    }
     pub fn retry_later(retry_after_secs: u64, message: &'static str) -> Self {
         let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message);
         e.headers.push((HeaderName::from_static("retry-after"), HeaderValue::from(retry_after_secs)));

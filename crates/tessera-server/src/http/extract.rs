@@ -46,6 +46,9 @@ pub struct Caller {
     pub domain: Option<String>,
     /// The account's own tighter request limit, from `security` settings.
     pub rate_limit_per_minute: Option<u32>,
+    /// The account limit's verdict when the shared guards already counted the request in their
+    /// one round trip (D17.1); `None`: counted here, in memory.
+    pub account_limit: Option<Result<Option<LimitInfo>, LimitInfo>>,
 }
 
 impl Caller {
@@ -117,7 +120,11 @@ fn admit(parts: &mut Parts, state: &AppState, accept: &[Scheme], required: Scope
     if !caller.scopes.contains_all(required) {
         return Err(ApiError::insufficient_scope(&caller.scopes.missing(required)));
     }
-    match state.guards.check_account(&caller.account_id, caller.rate_limit_per_minute) {
+    let verdict = match caller.account_limit {
+        Some(v) => v,
+        None => state.guards.check_account(&caller.account_id, caller.rate_limit_per_minute),
+    };
+    match verdict {
         Ok(info) => {
             if let (Some(info), Some(slot)) = (info, parts.extensions.get::<RateSlot>()) {
                 *slot.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(info);

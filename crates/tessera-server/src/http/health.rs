@@ -12,13 +12,25 @@ pub async fn healthz() -> impl IntoResponse {
     Json(serde_json::json!({"status": "ok"}))
 }
 
-/// GET /readyz — the store answers.
-#[utoipa::path(get, path = "/readyz", operation_id = "health_ready", tag = "health", responses((status = 200, description = "ready"), (status = 503, description = "store unreachable")))]
+/// GET /readyz — the store answers, and Redis too when instances share it (D17.2).
+#[utoipa::path(get, path = "/readyz", operation_id = "health_ready", tag = "health", responses((status = 200, description = "ready: `{status: ready, checks: {database: ok, redis?: ok}}`"), (status = 503, description = "the database or Redis does not answer: `{status: unavailable, checks: {database: ok|unreachable, redis?: ok|unreachable}}`")))]
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
-    if state.store.ping().await {
-        (StatusCode::OK, Json(serde_json::json!({"status": "ready"})))
+    let (database, redis) = match &state.shared {
+        Some(shared) => {
+            let (db, redis) = tokio::join!(state.store.ping(), shared.ping());
+            (db, Some(redis))
+        }
+        None => (state.store.ping().await, None),
+    };
+    let word = |ok: bool| if ok { "ok" } else { "unreachable" };
+    let mut checks = serde_json::json!({"database": word(database)});
+    if let Some(r) = redis {
+        checks["redis"] = word(r).into();
+    }
+    if database && redis.unwrap_or(true) {
+        (StatusCode::OK, Json(serde_json::json!({"status": "ready", "checks": checks})))
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({"status": "unavailable"})))
+        (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({"status": "unavailable", "checks": checks})))
     }
 }
 

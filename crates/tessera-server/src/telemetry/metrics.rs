@@ -16,6 +16,9 @@
 //! | `tessera_webhooks_received_total` | counter | `provider`, `outcome` |
 //! | `tessera_notifications_total` | counter | `channel`, `outcome` |
 //! | `tessera_qr_images_rendered_total` | counter | — (QR PNGs drawn for messages, item 5 of issue 22) |
+//! | `tessera_redis_round_trips_total` | counter | `script` (`signed`, `admitted`, `refused`) |
+//! | `tessera_redis_round_trip_seconds` | histogram | `script` |
+//! | `tessera_redis_errors_total` | counter | `script` (no answer in time, or an error) |
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -27,6 +30,9 @@ pub const JOB_OLDEST_AGE: &str = "tessera_job_oldest_age_seconds";
 pub const WEBHOOKS_RECEIVED: &str = "tessera_webhooks_received_total";
 pub const NOTIFICATIONS: &str = "tessera_notifications_total";
 pub const QR_IMAGES_RENDERED: &str = "tessera_qr_images_rendered_total";
+pub const REDIS_ROUND_TRIPS: &str = "tessera_redis_round_trips_total";
+pub const REDIS_DURATION: &str = "tessera_redis_round_trip_seconds";
+pub const REDIS_ERRORS: &str = "tessera_redis_errors_total";
 
 /// The route label of a request that matched no route (a 404 of the fallback): raw paths would
 /// let any client mint new series.
@@ -45,6 +51,7 @@ pub fn install() -> Option<&'static PrometheusHandle> {
         .get_or_init(|| {
             let builder = PrometheusBuilder::new()
                 .set_buckets_for_metric(Matcher::Full(HTTP_DURATION.to_string()), &LATENCY_BUCKETS)
+                .and_then(|b| b.set_buckets_for_metric(Matcher::Full(REDIS_DURATION.to_string()), &LATENCY_BUCKETS))
                 .unwrap_or_else(|_| PrometheusBuilder::new());
             match builder.install_recorder() {
                 Ok(handle) => {
@@ -68,6 +75,12 @@ fn describe() {
     describe_gauge!(JOB_OLDEST_AGE, Unit::Seconds, "Age of the oldest job not yet done, per queue.");
     describe_counter!(WEBHOOKS_RECEIVED, "Inbound provider webhooks, by provider and outcome.");
     describe_counter!(NOTIFICATIONS, "Notification delivery attempts, by channel and outcome.");
+    describe_counter!(
+        REDIS_ROUND_TRIPS,
+        "Round trips to Redis (the guards several instances share, D17.1), by script."
+    );
+    describe_histogram!(REDIS_DURATION, Unit::Seconds, "Time of one Redis round trip, by script.");
+    describe_counter!(REDIS_ERRORS, "Redis round trips that failed or timed out, by script.");
     describe_counter!(QR_IMAGES_RENDERED, "QR images drawn for messages (once per notification, not per attempt).");
 }
 
@@ -129,6 +142,17 @@ pub fn notification_outcome(channel: &'static str, outcome: &'static str) {
 /// `n` QR images drawn for a message.
 pub fn qr_images_rendered(n: u64) {
     metrics::counter!(QR_IMAGES_RENDERED).increment(n);
+}
+
+/// One round trip to Redis of `script` and how long it took.
+pub fn redis_round_trip(script: &'static str, seconds: f64) {
+    metrics::counter!(REDIS_ROUND_TRIPS, "script" => script).increment(1);
+    metrics::histogram!(REDIS_DURATION, "script" => script).record(seconds);
+}
+
+/// A round trip to Redis that failed or timed out.
+pub fn redis_error(script: &'static str) {
+    metrics::counter!(REDIS_ERRORS, "script" => script).increment(1);
 }
 
 #[cfg(test)]

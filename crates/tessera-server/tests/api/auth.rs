@@ -151,6 +151,11 @@ async fn a_timestamp_10_seconds_ahead_is_accepted(b: Backend) {
 
 async fn a_timestamp_from_before_the_server_started_is_401_stale_timestamp(b: Backend) {
     let app = spawn(b).await;
+    if app.state.shared.is_some() {
+        // With shared guards an instance vouches for what came before its start (D17.39):
+        // tests/api/cluster.rs covers that rule.
+        return;
+    }
     let started = app.state.started_at_ms;
     // Within the clock window, but the (empty, in-memory) replay store cannot vouch for it.
     let h = signed_headers(&app.account.private, &Method::GET, CONTEXT, b"", started - 1, &nonce());

@@ -135,6 +135,11 @@ pub async fn postgres_schema_url(backend: &Backend) -> String {
     }
 }
 
+/// `TESSERA_TEST_REDIS_URL`: run every test server with its guards in Redis (D17.1).
+pub fn test_redis_url() -> Option<String> {
+    std::env::var("TESSERA_TEST_REDIS_URL").ok().filter(|v| !v.is_empty())
+}
+
 pub async fn spawn(backend: Backend) -> TestApp {
     spawn_with(backend, |_| {}).await
 }
@@ -151,6 +156,11 @@ pub async fn spawn_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -> Te
         Backend::Postgres(base) => postgres_schema(base).await,
     };
     config.db_max_connections = 4;
+    if let Some(url) = test_redis_url() {
+        // The whole suite runs with shared guards too (issue 23): each server its own key space.
+        config.redis.url = url.into();
+        config.redis.key_prefix = format!("tessera:{}:", unique("t"));
+    }
     tweak(&mut config);
     let database_url = config.effective_database_url();
     let app = Application::build(config.clone()).await.expect("build app");

@@ -6,6 +6,7 @@ mod helpers;
 mod auth;
 mod campaigns;
 mod cli;
+mod cluster;
 mod crash;
 mod foundation;
 mod hardening;

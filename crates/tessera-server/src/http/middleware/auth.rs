@@ -40,20 +40,20 @@ const SIGNED_HEADER_NAMES: [&str; 4] = [
 /// by name hashes the name; a request carries a handful of headers, and ten lookups cost more
 /// than one walk). The first value of a repeated header counts, as with `HeaderMap::get`.
 #[derive(Default)]
-struct AuthHeaders<'a> {
+pub(super) struct AuthHeaders<'a> {
     key_id: Option<&'a HeaderValue>,
     signature: Option<&'a HeaderValue>,
     timestamp: Option<&'a HeaderValue>,
     nonce: Option<&'a HeaderValue>,
     key: Option<&'a HeaderValue>,
-    domain: Option<&'a HeaderValue>,
+    pub(super) domain: Option<&'a HeaderValue>,
     origin: Option<&'a HeaderValue>,
     content_length: Option<&'a HeaderValue>,
     content_type: Option<&'a HeaderValue>,
 }
 
 impl<'a> AuthHeaders<'a> {
-    fn scan(h: &'a HeaderMap) -> Self {
+    pub(super) fn scan(h: &'a HeaderMap) -> Self {
         let mut a = AuthHeaders::default();
         for (name, value) in h {
             let slot = match name.as_str() {
@@ -73,7 +73,7 @@ impl<'a> AuthHeaders<'a> {
         a
     }
 
-    fn signed(&self) -> bool {
+    pub(super) fn signed(&self) -> bool {
         self.signed_values().iter().any(Option::is_some)
     }
 
@@ -81,16 +81,16 @@ impl<'a> AuthHeaders<'a> {
         [self.key_id, self.signature, self.timestamp, self.nonce]
     }
 
-    fn domain_keyed(&self) -> bool {
+    pub(super) fn domain_keyed(&self) -> bool {
         self.key.is_some() || self.domain.is_some()
     }
 
-    fn declared_length(&self) -> Option<usize> {
+    pub(super) fn declared_length(&self) -> Option<usize> {
         self.content_length.and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok())
     }
 
     /// D17.11: `application/json`, with parameters (a charset) allowed, in any letter case.
-    fn json_body(&self) -> bool {
+    pub(super) fn json_body(&self) -> bool {
         let Some(v) = text(self.content_type) else { return false };
         let essence = v.split(';').next().unwrap_or("").trim();
         essence.eq_ignore_ascii_case("application/json")
@@ -105,7 +105,7 @@ fn text(v: Option<&HeaderValue>) -> Option<&str> {
 /// A header that names a domain or origin. A value that is not visible ASCII (so not UTF-8
 /// text a hostname could be) is kept as present and unreadable, which no approved domain
 /// matches: it is refused with 403 (D2.3, D2.7) instead of being read as absent.
-fn host_text(v: Option<&HeaderValue>) -> Option<&str> {
+pub(super) fn host_text(v: Option<&HeaderValue>) -> Option<&str> {
     const UNREADABLE: &str = "\u{fffd}";
     v.map(|v| v.to_str().unwrap_or(UNREADABLE))
 }
@@ -116,11 +116,11 @@ pub fn valid_nonce(n: &str) -> bool {
 }
 
 /// 429 for a blocked key/IP pair or a probing IP (D2.9).
-fn blocked(secs: u64) -> ApiError {
+pub(super) fn blocked(secs: u64) -> ApiError {
     ApiError::retry_later(secs, "too many failed authentication attempts; blocked for a while")
 }
 
-fn caller(key: &AuthKey, scheme: Scheme, domain: Option<String>) -> Caller {
+pub(super) fn caller(key: &AuthKey, scheme: Scheme, domain: Option<String>) -> Caller {
     Caller {
         account_id: key.account_id.clone(),
         account_status: key.account_status,
@@ -132,6 +132,7 @@ fn caller(key: &AuthKey, scheme: Scheme, domain: Option<String>) -> Caller {
         scheme,
         domain,
         rate_limit_per_minute: key.rate_limit_per_minute,
+        account_limit: None,
     }
 }
 
@@ -197,8 +198,9 @@ where
                         Err(e) => e.into_response(),
                         Ok(mut req) => {
                             let slot = rate_slot(&state, &mut req);
+                            let ip_limit = req.extensions().get::<IpLimit>().map(|l| l.0);
                             let resp = inner.call(req).await.unwrap_or_else(|e| match e {});
-                            with_rate_headers(resp, slot)
+                            with_ip_headers(with_rate_headers(resp, slot), ip_limit)
                         }
                     }
                 });
@@ -257,6 +259,30 @@ fn with_rate_headers(mut resp: Response, slot: Option<RateSlot>) -> Response {
     resp
 }
 
+/// The per-IP limit's figures of a request the shared guards admitted (what the edge reports
+/// for requests it counts itself): under the account's, which are the tighter.
+#[derive(Clone, Copy)]
+struct IpLimit(crate::auth::guard::LimitInfo);
+
+fn with_ip_headers(mut resp: Response, ip_limit: Option<crate::auth::guard::LimitInfo>) -> Response {
+    if let Some(info) = ip_limit {
+        for (k, v) in crate::http::error::rate_limit_headers(info) {
+            resp.headers_mut().entry(k).or_insert(v);
+        }
+    }
+    resp
+}
+
+/// Whether the shared guards count this request in the credentials layer (one round trip with
+/// the replay claim) rather than at the edge: an API route of version 1 with credentials.
+pub fn counted_by_credentials(state: &AppState, path: &str, headers: &HeaderMap) -> bool {
+    if state.shared.is_none() || !path.starts_with("/api/white-label/v1/") {
+        return false;
+    }
+    let hs = AuthHeaders::scan(headers);
+    hs.signed() || hs.domain_keyed()
+}
+
 fn with_matched(mut resp: Response, matched: Option<MatchedPath>) -> Response {
     if let Some(m) = matched {
         resp.extensions_mut().insert(m);
@@ -275,6 +301,10 @@ enum Admission {
 fn admit_now(state: &AppState, req: Request) -> Admission {
     let (mut parts, body) = req.into_parts();
     let hs = AuthHeaders::scan(&parts.headers);
+    if state.shared.is_some() && (hs.signed() || hs.domain_keyed()) {
+        // Shared guards (D17.1): one round trip to Redis, on the asynchronous path.
+        return Admission::Later(Request::from_parts(parts, body));
+    }
     let checked = if hs.signed() {
         let max = state.config.max_body_bytes;
         if !body.is_end_stream() || hs.declared_length().is_some_and(|len| len > max) {
@@ -302,6 +332,16 @@ fn admit_now(state: &AppState, req: Request) -> Admission {
 async fn admit_later(state: &AppState, req: Request) -> Result<Request, ApiError> {
     let (mut parts, body) = req.into_parts();
     let hs = AuthHeaders::scan(&parts.headers);
+    if let Some(shared) = &state.shared {
+        if hs.signed() || hs.domain_keyed() {
+            let (caller, body, ip_limit) = super::shared_auth::admit(state, shared, &parts, &hs, body).await?;
+            parts.extensions.insert(caller);
+            if let Some(info) = ip_limit {
+                parts.extensions.insert(IpLimit(info));
+            }
+            return Ok(Request::from_parts(parts, body));
+        }
+    }
     let (caller, body) = if hs.signed() {
         let (caller, bytes) = signed_later(state, &parts, &hs, body).await?;
         (Some(caller), Body::from(bytes))
@@ -317,14 +357,14 @@ async fn admit_later(state: &AppState, req: Request) -> Result<Request, ApiError
 }
 
 /// The four signed headers' text (D2.8 step 1) and the nonce rule.
-struct SignedHead<'a> {
-    key_id: &'a str,
-    signature: &'a str,
-    timestamp: &'a str,
-    nonce: &'a str,
+pub(super) struct SignedHead<'a> {
+    pub(super) key_id: &'a str,
+    pub(super) signature: &'a str,
+    pub(super) timestamp: &'a str,
+    pub(super) nonce: &'a str,
 }
 
-fn signed_head<'a>(hs: &AuthHeaders<'a>) -> Result<SignedHead<'a>, ApiError> {
+pub(super) fn signed_head<'a>(hs: &AuthHeaders<'a>) -> Result<SignedHead<'a>, ApiError> {
     let present = |v| text(v).filter(|v| !v.is_empty());
     let (Some(key_id), Some(signature), Some(timestamp), Some(nonce)) =
         (present(hs.key_id), present(hs.signature), present(hs.timestamp), present(hs.nonce))
@@ -346,7 +386,7 @@ fn signed_head<'a>(hs: &AuthHeaders<'a>) -> Result<SignedHead<'a>, ApiError> {
 
 /// D2.8 steps 2–3 once the key is known: a private key (a browser key cannot sign: its secret
 /// is only stored as a hash) and a timestamp inside the window and after this start.
-fn key_and_clock<'k>(
+pub(super) fn key_and_clock<'k>(
     state: &AppState,
     key: &'k AuthKey,
     timestamp: &str,
@@ -357,8 +397,9 @@ fn key_and_clock<'k>(
     };
     let tolerance = state.config.security.clock_tolerance_ms;
     let ts = tessera_sign::check_timestamp(timestamp, now, tolerance).map_err(|_| ApiError::stale_timestamp())?;
-    if ts < state.started_at_ms {
+    if ts < state.started_at_ms && state.shared.is_none() {
         // After a restart the in-memory replay store is empty: refuse what it cannot vouch for.
+        // A shared store (D17.39) vouches for what came before this start: its own epoch rules.
         return Err(ApiError::stale_timestamp());
     }
     Ok((hmac, ts))
@@ -407,6 +448,14 @@ async fn signed_later(
     Ok((caller, bytes))
 }
 
+/// The request target exactly as received (D2.4): the signed path.
+pub(super) fn signed_path(parts: &Parts) -> &str {
+    match parts.extensions.get::<OriginalUri>() {
+        Some(u) => u.0.path_and_query().map(|p| p.as_str()).unwrap_or("/"),
+        None => parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"),
+    }
+}
+
 /// D2.8 steps 4–5 and D2.7: the signature over the body, the replay claim, the named domain.
 #[allow(clippy::too_many_arguments)]
 fn signed_finish(
@@ -421,10 +470,7 @@ fn signed_finish(
     ip: std::net::IpAddr,
     now: i64,
 ) -> Result<Caller, ApiError> {
-    let path = match parts.extensions.get::<OriginalUri>() {
-        Some(u) => u.0.path_and_query().map(|p| p.as_str()).unwrap_or("/"),
-        None => parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"),
-    };
+    let path = signed_path(parts);
     let Ok(mac) = hmac.verified_mac(head.timestamp, parts.method.as_str(), path, body, head.signature) else {
         state.guards.failures.bad_signature(head.key_id, ip, now);
         return Err(ApiError::invalid_signature());
@@ -455,7 +501,7 @@ fn signed_finish(
 /// unread data makes the kernel reset it, and the client then loses the 413 (it sees a broken
 /// connection instead). Draining is bounded in bytes (a few times the limit) and in time, so a
 /// huge or slow body costs little: past either bound the connection is simply closed.
-async fn discard_refused_body(body: Body, declared: usize, max_body_bytes: usize) {
+pub(super) async fn discard_refused_body(body: Body, declared: usize, max_body_bytes: usize) {
     use axum::body::HttpBody as _;
     let budget = max_body_bytes.saturating_mul(4);
     if declared > budget {
@@ -528,7 +574,7 @@ fn judge(
     }
 }
 
-fn approved_domain(state: &AppState, raw: &str, account_id: &str) -> Result<String, ApiError> {
+pub(super) fn approved_domain(state: &AppState, raw: &str, account_id: &str) -> Result<String, ApiError> {
     let host = normalize_hostname(raw).ok_or_else(ApiError::domain_not_allowed)?;
     match state.directory.domain_account(&host) {
         Some(owner) if owner == account_id => Ok(host),
@@ -538,7 +584,7 @@ fn approved_domain(state: &AppState, raw: &str, account_id: &str) -> Result<Stri
 
 /// The domain and key headers (spec Scheme 1): both present, a `<keyId>:<secret>` key that is
 /// not a private key (D2.3).
-fn domain_key_head<'a>(hs: &AuthHeaders<'a>) -> Result<(&'a str, &'a str, &'a str), ApiError> {
+pub(super) fn domain_key_head<'a>(hs: &AuthHeaders<'a>) -> Result<(&'a str, &'a str, &'a str), ApiError> {
     let (domain, key) = match (host_text(hs.domain), text(hs.key)) {
         (Some(d), Some(k)) if !d.is_empty() && !k.is_empty() => (d, k),
         (d, k) => {
@@ -593,14 +639,28 @@ fn domain_key_finish(
     ip: std::net::IpAddr,
     now: i64,
 ) -> Result<Caller, ApiError> {
-    let matches = match &key.secret {
-        crate::auth::directory::KeySecret::Hash(hash) => state.directory.keyring().secret_matches(secret, hash),
-        crate::auth::directory::KeySecret::Hmac(_) => false,
-    };
-    if !matches {
+    if !domain_secret_matches(state, secret, key) {
         state.guards.failures.bad_signature(key_id, ip, now);
         return Err(ApiError::invalid_key());
     }
+    domain_key_domain(state, hs, domain, key)
+}
+
+/// The secret of a domain-key request against its stored keyed hash.
+pub(super) fn domain_secret_matches(state: &AppState, secret: &str, key: &AuthKey) -> bool {
+    match &key.secret {
+        crate::auth::directory::KeySecret::Hash(hash) => state.directory.keyring().secret_matches(secret, hash),
+        crate::auth::directory::KeySecret::Hmac(_) => false,
+    }
+}
+
+/// The domain approved for the key's account, and an `Origin`, when sent, naming that domain.
+pub(super) fn domain_key_domain(
+    state: &AppState,
+    hs: &AuthHeaders<'_>,
+    domain: &str,
+    key: &AuthKey,
+) -> Result<Caller, ApiError> {
     let host = approved_domain(state, domain, &key.info.account_id)?;
     if let Some(origin) = host_text(hs.origin) {
         if origin_host(origin).as_deref() != Some(host.as_str()) {

@@ -43,7 +43,13 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
         .filter(|o| is_domain_key_path(path) && approved_origin(&state, o.to_str().ok()))
         .cloned();
     let ip = client_ip(req.headers(), req.extensions(), state.config.security.trust_forwarded_for);
-    let mut resp = match state.guards.per_ip.check(&ip) {
+    let verdict = match &state.shared {
+        // A credentialed version 1 request is counted with its credentials, in one round trip.
+        Some(_) if super::auth::counted_by_credentials(&state, path, req.headers()) => Ok(None),
+        Some(shared) => shared_ip_limit(shared, &ip).await,
+        None => state.guards.per_ip.check(&ip),
+    };
+    let mut resp = match verdict {
         Ok(info) => {
             let mut resp = next.run(req).await;
             if let Some(info) = info {
@@ -63,6 +69,19 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
         h.insert(header::VARY, HeaderValue::from_static("origin"));
     }
     resp
+}
+
+/// The per-IP limit in the shared guards (D17.1); it fails open when Redis is away (D17.2).
+async fn shared_ip_limit(
+    shared: &crate::auth::shared::SharedGuards,
+    ip: &std::net::IpAddr,
+) -> Result<Option<crate::auth::guard::LimitInfo>, crate::auth::guard::LimitInfo> {
+    use crate::auth::shared::{Failure, Verdict};
+    match shared.refused(&ip.to_string(), Failure::Nothing).await {
+        Ok(Verdict::IpLimited(info)) => Err(info),
+        Ok(Verdict::Admitted { ip, .. }) => Ok(ip),
+        _ => Ok(None),
+    }
 }
 
 /// Whether an `Origin` value is a verified domain of some account.

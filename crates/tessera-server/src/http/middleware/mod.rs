@@ -5,6 +5,7 @@ pub mod auth;
 pub mod edge;
 pub mod request_id;
 pub mod session;
+mod shared_auth;
 
 use std::net::{IpAddr, SocketAddr};
 

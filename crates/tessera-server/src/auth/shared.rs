@@ -1,0 +1,450 @@
+//! The guards several instances share through Redis (D17.1): the replay claims of D2.6, the
+//! rate-limit counters of D2.10 and the failed-auth counters and blocks of D2.9. Every signed
+//! request costs exactly one round trip: one Lua script (atomic on the server) checks the per-IP
+//! limit, a block of the key and IP pair, the replay epoch, claims the signature and the nonce
+//! (`SET … NX PX`) and counts the account limit. A refused request costs one round trip too
+//! (its script counts the IP and the failure). Keys are `<key_prefix>…` (default `tessera:`).
+//!
+//! Redis is only the shared memory of the guards: PostgreSQL stays the one store of record. When
+//! Redis does not answer within `redis.timeout_ms`, the instance marks it down: signed requests
+//! are refused with 503 `replay_store_unavailable` (fail closed, D17.2), every limit fails open,
+//! and a probe every 250 ms brings it back without a restart.
+//!
+//! Redis emptied (restarted without its data) is a process restart for the replay store
+//! (D17.39): `<prefix>replay:epoch` holds when the shared store began; the signed script writes it
+//! anew when it is missing and refuses timestamps older than it.
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use redis::aio::ConnectionManager;
+use redis::{Script, Value};
+use secrecy::ExposeSecret as _;
+
+use crate::auth::guard::LimitInfo;
+use crate::config::{RedisConfig, SecurityConfig};
+
+/// GCRA over a key holding the theoretical arrival time in microseconds (server time, so that
+/// instances with drifting clocks count alike). `{allowed, remaining, µs}`: when allowed, the
+/// time until the bucket is full again; when refused, the wait before the next request.
+/// An emission interval of 0 turns the limit off.
+const LUA_COMMON: &str = r#"
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local function gcra(key, now, emission, burst)
+  if emission <= 0 then return {1, -1, 0} end
+  local tat = tonumber(redis.call('GET', key))
+  if not tat or tat < now then tat = now end
+  local new_tat = tat + emission
+  local allow_at = new_tat - emission * burst
+  if now < allow_at then return {0, 0, allow_at - now} end
+  redis.call('SET', key, string.format('%d', new_tat), 'PX', math.max(1, math.ceil((new_tat - now) / 1000)))
+  return {1, math.floor((now - allow_at) / emission), new_tat - now}
+end
+"#;
+
+/// A verified signed request. KEYS: epoch, ip limit, pair block, signature, nonce, account limit.
+/// ARGV: timestamp ms, instance now ms, claim ttl ms, ip emission µs, ip burst, account emission
+/// µs, account burst. Answers `{2, wait}` IP limited, `{1, pttl}` pair blocked, `{3}` older than
+/// the epoch, `{4}` replayed, or `{0, ip remaining, ip reset, account allowed, remaining, µs}`.
+const LUA_SIGNED: &str = r#"
+local now = now_us()
+local ip = gcra(KEYS[2], now, tonumber(ARGV[4]), tonumber(ARGV[5]))
+if ip[1] == 0 then return {2, ip[3]} end
+local blocked = redis.call('PTTL', KEYS[3])
+if blocked > 0 then return {1, blocked} end
+local epoch = tonumber(redis.call('GET', KEYS[1]))
+if not epoch then
+  epoch = tonumber(ARGV[2])
+  redis.call('SET', KEYS[1], ARGV[2])
+end
+if tonumber(ARGV[1]) < epoch then return {3} end
+if not redis.call('SET', KEYS[4], '1', 'NX', 'PX', ARGV[3]) then return {4} end
+if not redis.call('SET', KEYS[5], '1', 'NX', 'PX', ARGV[3]) then return {4} end
+local acct = gcra(KEYS[6], now, tonumber(ARGV[6]), tonumber(ARGV[7]))
+return {0, ip[2], ip[3], acct[1], acct[2], acct[3]}
+"#;
+
+/// An admitted domain-key request. KEYS: ip limit, pair block, account limit. ARGV: ip
+/// emission, ip burst, account emission, account burst. Answers as [`LUA_SIGNED`] without 3, 4.
+const LUA_ADMITTED: &str = r#"
+local now = now_us()
+local ip = gcra(KEYS[1], now, tonumber(ARGV[1]), tonumber(ARGV[2]))
+if ip[1] == 0 then return {2, ip[3]} end
+local blocked = redis.call('PTTL', KEYS[2])
+if blocked > 0 then return {1, blocked} end
+local acct = gcra(KEYS[3], now, tonumber(ARGV[3]), tonumber(ARGV[4]))
+return {0, ip[2], ip[3], acct[1], acct[2], acct[3]}
+"#;
+
+/// A refused request (or, with a failure limit of 0, any request only the IP limit applies to).
+/// KEYS: ip limit, block, failure counter. ARGV: ip emission, ip burst, failure limit (0: count
+/// nothing), window ms, block ms. Answers `{2, wait}`, `{1, pttl}` blocked, or `{0, ip remaining,
+/// ip reset}`.
+const LUA_REFUSED: &str = r#"
+local now = now_us()
+local ip = gcra(KEYS[1], now, tonumber(ARGV[1]), tonumber(ARGV[2]))
+if ip[1] == 0 then return {2, ip[3]} end
+local limit = tonumber(ARGV[3])
+if limit > 0 then
+  local blocked = redis.call('PTTL', KEYS[2])
+  if blocked > 0 then return {1, blocked} end
+  local n = redis.call('INCR', KEYS[3])
+  if n == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end
+  if n >= limit then
+    redis.call('SET', KEYS[2], '1', 'PX', ARGV[5])
+    redis.call('DEL', KEYS[3])
+  end
+end
+return {0, ip[2], ip[3]}
+"#;
+
+/// The shared verdict on one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Over the per-IP limit.
+    IpLimited(LimitInfo),
+    /// The key and IP pair (or, for unknown key ids, the IP) is blocked: seconds left.
+    Blocked(u64),
+    /// Signed before the shared store began (Redis was emptied): a stale timestamp.
+    BeforeEpoch,
+    Replayed,
+    /// Admitted: the IP limit's figures and the account limit's verdict (`None`: off).
+    Admitted {
+        ip: Option<LimitInfo>,
+        account: Option<Result<LimitInfo, LimitInfo>>,
+    },
+}
+
+/// What a refused request counts against (D2.9).
+pub enum Failure<'a> {
+    /// Only the IP limit (a malformed or inactive credential).
+    Nothing,
+    /// An unknown key id from this IP.
+    UnknownKey,
+    /// A bad signature or secret for this key id from this IP.
+    BadSecret(&'a str),
+}
+
+/// Redis did not answer (or answered nonsense) within the time limit.
+#[derive(Debug, Clone, Copy)]
+pub struct Unavailable;
+
+/// Per-minute rate and burst as a GCRA emission interval (µs) and burst; (0, 0) when off.
+fn gcra_args(per_minute: u32, burst: u32) -> (u64, u32) {
+    if per_minute == 0 {
+        return (0, 0);
+    }
+    (60_000_000 / u64::from(per_minute), burst.max(1))
+}
+
+pub struct SharedGuards {
+    connections: Vec<ConnectionManager>,
+    next: AtomicUsize,
+    prefix: String,
+    timeout: Duration,
+    down: AtomicBool,
+    signed: Script,
+    admitted: Script,
+    refused: Script,
+    ip: (u64, u32),
+    account: (u32, u32),
+    failure_limit: u32,
+    failure_window_ms: u64,
+    block_ms: u64,
+}
+
+impl SharedGuards {
+    /// Connects lazily: an instance whose Redis is unreachable at start starts anyway (D17.39)
+    /// and answers signed requests 503 until it is back.
+    pub fn new(redis: &RedisConfig, security: &SecurityConfig) -> anyhow::Result<Self> {
+        let client = redis::Client::open(redis.url.expose_secret())
+            .map_err(|e| anyhow::anyhow!("redis.url (REDIS_URL) is not a Redis URL: {:?}", e.kind()))?;
+        let timeout = Duration::from_millis(redis.timeout_ms);
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(timeout.max(Duration::from_millis(500))))
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(1)
+            .set_min_delay(Duration::from_millis(50))
+            .set_max_delay(Duration::from_millis(250));
+        let connections = (0..redis.connections)
+            .map(|_| ConnectionManager::new_lazy_with_config(client.clone(), config.clone()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow::anyhow!("redis: {e}"))?;
+        let script = |body: &str| Script::new(&format!("{LUA_COMMON}{body}"));
+        Ok(SharedGuards {
+            connections,
+            next: AtomicUsize::new(0),
+            prefix: redis.key_prefix.clone(),
+            timeout,
+            down: AtomicBool::new(false),
+            signed: script(LUA_SIGNED),
+            admitted: script(LUA_ADMITTED),
+            refused: script(LUA_REFUSED),
+            ip: gcra_args(security.rate_limit_per_ip, security.rate_limit_per_ip_burst),
+            account: (security.rate_limit_per_account, security.rate_limit_per_account_burst),
+            failure_limit: security.auth_failure_limit,
+            failure_window_ms: security.auth_failure_window_secs * 1000,
+            block_ms: security.auth_block_secs * 1000,
+        })
+    }
+
+    /// Whether the last round trip failed (until the probe sees Redis answer again).
+    pub fn is_down(&self) -> bool {
+        self.down.load(Ordering::Relaxed)
+    }
+
+    fn key(&self, parts: &[&str]) -> String {
+        let mut k = String::with_capacity(self.prefix.len() + parts.iter().map(|p| p.len() + 1).sum::<usize>());
+        k.push_str(&self.prefix);
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 {
+                k.push(':');
+            }
+            k.push_str(p);
+        }
+        k
+    }
+
+    /// The account limit's emission and burst, with an account's own tighter limit (D2.10):
+    /// an override at or above the platform limit changes nothing.
+    fn account_args(&self, own_per_minute: Option<u32>) -> (u64, u32) {
+        let (rate, burst) = self.account;
+        match own_per_minute.filter(|own| *own > 0 && rate > 0 && *own < rate) {
+            Some(own) => gcra_args(own, burst.min(own)),
+            None => gcra_args(rate, burst),
+        }
+    }
+
+    async fn run(
+        &self,
+        script: &Script,
+        keys: &[&str],
+        args: &[u64],
+        label: &'static str,
+    ) -> Result<Vec<i64>, Unavailable> {
+        if self.is_down() {
+            return Err(Unavailable);
+        }
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.connections.len();
+        let mut conn = self.connections[i].clone();
+        let mut invocation = script.prepare_invoke();
+        for k in keys {
+            invocation.key(*k);
+        }
+        for a in args {
+            invocation.arg(*a);
+        }
+        let started = Instant::now();
+        let answer = tokio::time::timeout(self.timeout, invocation.invoke_async::<Value>(&mut conn)).await;
+        crate::telemetry::metrics::redis_round_trip(label, started.elapsed().as_secs_f64());
+        let values = match answer {
+            Ok(Ok(Value::Array(items))) => items
+                .into_iter()
+                .map(|v| match v {
+                    Value::Int(n) => Some(n),
+                    _ => None,
+                })
+                .collect::<Option<Vec<i64>>>(),
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "redis round trip failed; signed requests answer 503 until it is back");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(timeout_ms = self.timeout.as_millis() as u64, "redis did not answer in time");
+                None
+            }
+        };
+        match values {
+            Some(v) if !v.is_empty() => Ok(v),
+            _ => {
+                crate::telemetry::metrics::redis_error(label);
+                self.down.store(true, Ordering::Relaxed);
+                Err(Unavailable)
+            }
+        }
+    }
+
+    /// The one round trip of a verified signed request.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn signed(
+        &self,
+        ip: &str,
+        key_id: &str,
+        account_id: &str,
+        own_per_minute: Option<u32>,
+        nonce: &str,
+        mac: &[u8; 32],
+        timestamp_ms: i64,
+        now_ms: i64,
+        claim_ttl_ms: i64,
+    ) -> Result<Verdict, Unavailable> {
+        let epoch = self.key(&["replay", "epoch"]);
+        let ip_key = self.key(&["rl", "ip", ip]);
+        let block = self.key(&["auth", "block", key_id, ip]);
+        let signature = self.key(&["replay", "s", &hex::encode(&mac[..16])]);
+        let nonce = self.key(&["replay", "n", key_id, nonce]);
+        let account = self.key(&["rl", "acct", account_id]);
+        let (acct_em, acct_burst) = self.account_args(own_per_minute);
+        let args = [
+            timestamp_ms.max(0) as u64,
+            now_ms.max(0) as u64,
+            claim_ttl_ms.max(1) as u64,
+            self.ip.0,
+            u64::from(self.ip.1),
+            acct_em,
+            u64::from(acct_burst),
+        ];
+        let v =
+            self.run(&self.signed, &[&epoch, &ip_key, &block, &signature, &nonce, &account], &args, "signed").await?;
+        Ok(match v[0] {
+            3 => Verdict::BeforeEpoch,
+            4 => Verdict::Replayed,
+            _ => self.verdict(&v, self.ip.1, acct_burst),
+        })
+    }
+
+    /// The one round trip of an admitted domain-key request.
+    pub async fn admitted(
+        &self,
+        ip: &str,
+        key_id: &str,
+        account_id: &str,
+        own_per_minute: Option<u32>,
+    ) -> Result<Verdict, Unavailable> {
+        let ip_key = self.key(&["rl", "ip", ip]);
+        let block = self.key(&["auth", "block", key_id, ip]);
+        let account = self.key(&["rl", "acct", account_id]);
+        let (acct_em, acct_burst) = self.account_args(own_per_minute);
+        let args = [self.ip.0, u64::from(self.ip.1), acct_em, u64::from(acct_burst)];
+        let v = self.run(&self.admitted, &[&ip_key, &block, &account], &args, "admitted").await?;
+        Ok(self.verdict(&v, self.ip.1, acct_burst))
+    }
+
+    /// The one round trip of a refused request, or of a request only the IP limit applies to
+    /// (`Failure::Nothing`).
+    pub async fn refused(&self, ip: &str, failure: Failure<'_>) -> Result<Verdict, Unavailable> {
+        let ip_key = self.key(&["rl", "ip", ip]);
+        let (block, counter, limit) = match failure {
+            Failure::Nothing => (self.key(&["auth", "none"]), self.key(&["auth", "none"]), 0),
+            Failure::UnknownKey => {
+                (self.key(&["auth", "probe-block", ip]), self.key(&["auth", "probe", ip]), self.failure_limit)
+            }
+            Failure::BadSecret(key_id) => {
+                (self.key(&["auth", "block", key_id, ip]), self.key(&["auth", "fail", key_id, ip]), self.failure_limit)
+            }
+        };
+        let args = [self.ip.0, u64::from(self.ip.1), u64::from(limit), self.failure_window_ms, self.block_ms];
+        let v = self.run(&self.refused, &[&ip_key, &block, &counter], &args, "refused").await?;
+        Ok(self.verdict(&v, self.ip.1, 0))
+    }
+
+    fn verdict(&self, v: &[i64], ip_burst: u32, account_burst: u32) -> Verdict {
+        let at = |i: usize| v.get(i).copied().unwrap_or(0);
+        match at(0) {
+            2 => Verdict::IpLimited(LimitInfo {
+                limit: ip_burst,
+                remaining: 0,
+                reset_secs: secs_up(at(1), 1_000_000).max(1),
+            }),
+            1 => Verdict::Blocked(secs_up(at(1), 1_000).max(1)),
+            _ => {
+                let ip = (at(1) >= 0 && self.ip.0 > 0).then(|| LimitInfo {
+                    limit: ip_burst,
+                    remaining: at(1) as u32,
+                    reset_secs: secs_up(at(2), 1_000_000),
+                });
+                let account = (v.len() >= 6 && at(4) >= 0).then(|| {
+                    let info = |remaining| LimitInfo {
+                        limit: account_burst,
+                        remaining,
+                        reset_secs: secs_up(at(5), 1_000_000),
+                    };
+                    if at(3) == 1 {
+                        Ok(info(at(4) as u32))
+                    } else {
+                        Err(LimitInfo { reset_secs: secs_up(at(5), 1_000_000).max(1), ..info(0) })
+                    }
+                });
+                Verdict::Admitted { ip, account }
+            }
+        }
+    }
+
+    /// Whether Redis answers now (readiness, and the probe that ends a "down" spell).
+    pub async fn ping(&self) -> bool {
+        let mut conn = self.connections[0].clone();
+        let answer = tokio::time::timeout(self.timeout, redis::cmd("PING").query_async::<String>(&mut conn)).await;
+        matches!(answer, Ok(Ok(ref s)) if s == "PONG")
+    }
+
+    /// Writes the replay epoch unless the shared store already has one (D17.39): at start, and
+    /// when Redis answers again after an outage, so that the requests that follow are not older
+    /// than it. (The signed script writes it too, when Redis was emptied unseen; the request
+    /// that finds it missing is then refused as stale, as after a restart.) Marks Redis down
+    /// when it does not answer.
+    pub async fn begin_epoch(&self, now_ms: i64) -> bool {
+        let mut conn = self.connections[0].clone();
+        let key = self.key(&["replay", "epoch"]);
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(&key).arg(now_ms).arg("NX");
+        let set = cmd.query_async::<Value>(&mut conn);
+        let ok = matches!(tokio::time::timeout(self.timeout.max(Duration::from_millis(500)), set).await, Ok(Ok(_)));
+        if !ok {
+            tracing::warn!("redis does not answer; signed requests answer 503 until it does");
+            self.down.store(true, Ordering::Relaxed);
+        }
+        ok
+    }
+
+    /// Whether every connection answers (a broken one reconnects on its first command).
+    async fn ping_all(&self) -> bool {
+        for conn in &self.connections {
+            let mut conn = conn.clone();
+            let answer = tokio::time::timeout(self.timeout, redis::cmd("PING").query_async::<String>(&mut conn)).await;
+            if !matches!(answer, Ok(Ok(ref s)) if s == "PONG") {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Runs until cancelled: while Redis is marked down, asks every 250 ms whether it answers
+    /// again, and lifts the mark when it does.
+    pub async fn probe(&self, cancel: tokio_util::sync::CancellationToken) {
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            if self.is_down() && self.ping_all().await && self.begin_epoch(crate::domain::time::now_ms()).await {
+                tracing::info!("redis answers again; signed requests are served");
+                self.down.store(false, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// A duration in `unit`s per second, rounded up to whole seconds.
+fn secs_up(amount: i64, per_second: i64) -> u64 {
+    (amount.max(0) as u64).div_ceil(per_second as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_become_emission_intervals() {
+        assert_eq!(gcra_args(0, 10), (0, 0));
+        assert_eq!(gcra_args(1200, 200), (50_000, 200));
+        assert_eq!(gcra_args(600, 0), (100_000, 1));
+        assert_eq!(secs_up(1, 1_000_000), 1);
+        assert_eq!(secs_up(0, 1_000_000), 0);
+        assert_eq!(secs_up(300_000, 1_000), 300);
+    }
+}
