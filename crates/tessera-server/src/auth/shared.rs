@@ -100,6 +100,23 @@ end
 return {0, ip[2], ip[3]}
 "#;
 
+/// Gives one unit back to an account bucket. KEYS: the bucket. ARGV: its emission µs.
+const LUA_GIVE_BACK: &str = r#"
+local tat = tonumber(redis.call('GET', KEYS[1]))
+if not tat then return 0 end
+local now = now_us()
+local back = tat - tonumber(ARGV[1])
+if back <= now then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], string.format('%d', back), 'PX', math.max(1, math.ceil((back - now) / 1000)))
+end
+return 1
+"#;
+
+/// Round trips in a row past the time limit that mark Redis down.
+const SLOW_IN_A_ROW: usize = 5;
+
 /// The shared verdict on one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -145,9 +162,12 @@ pub struct SharedGuards {
     prefix: String,
     timeout: Duration,
     down: AtomicBool,
+    /// Round trips in a row that did not answer in time.
+    slow: AtomicUsize,
     signed: Script,
     admitted: Script,
     refused: Script,
+    give_back: Script,
     ip: (u64, u32),
     account: (u32, u32),
     failure_limit: u32,
@@ -179,9 +199,11 @@ impl SharedGuards {
             prefix: redis.key_prefix.clone(),
             timeout,
             down: AtomicBool::new(false),
+            slow: AtomicUsize::new(0),
             signed: script(LUA_SIGNED),
             admitted: script(LUA_ADMITTED),
             refused: script(LUA_REFUSED),
+            give_back: script(LUA_GIVE_BACK),
             ip: gcra_args(security.rate_limit_per_ip, security.rate_limit_per_ip_burst),
             account: (security.rate_limit_per_account, security.rate_limit_per_account_burst),
             failure_limit: security.auth_failure_limit,
@@ -205,6 +227,21 @@ impl SharedGuards {
             k.push_str(p);
         }
         k
+    }
+
+    /// An account's bucket, one per rate (as in memory, D2.10): an account that sets its own
+    /// limit starts that limit with a full bucket.
+    fn account_key(&self, account_id: &str, emission: u64) -> String {
+        self.key(&["rl", "acct", account_id, &emission.to_string()])
+    }
+
+    /// Gives back the unit a request spent of its account's limit, when a later check refused it.
+    pub async fn give_back(&self, account_id: &str, own_per_minute: Option<u32>) {
+        let (emission, _) = self.account_args(own_per_minute);
+        if emission > 0 {
+            let key = self.account_key(account_id, emission);
+            let _ = self.run(&self.give_back, &[&key], &[emission], "give_back").await;
+        }
     }
 
     /// The account limit's emission and burst, with an account's own tighter limit (D2.10):
@@ -240,6 +277,7 @@ impl SharedGuards {
         let answer = tokio::time::timeout(self.timeout, invocation.invoke_async::<Value>(&mut conn)).await;
         crate::telemetry::metrics::redis_round_trip(label, started.elapsed().as_secs_f64());
         let values = match answer {
+            Ok(Ok(Value::Int(n))) => Some(vec![n]),
             Ok(Ok(Value::Array(items))) => items
                 .into_iter()
                 .map(|v| match v {
@@ -248,23 +286,37 @@ impl SharedGuards {
                 })
                 .collect::<Option<Vec<i64>>>(),
             Ok(Ok(_)) => None,
+            Ok(Err(e)) if e.is_timeout() => return Err(self.too_slow(label)),
             Ok(Err(e)) => {
+                // Refused, dropped, or an error of the server: Redis is away until the probe
+                // sees it answer.
                 tracing::warn!(error = %e, "redis round trip failed; signed requests answer 503 until it is back");
                 None
             }
-            Err(_) => {
-                tracing::warn!(timeout_ms = self.timeout.as_millis() as u64, "redis did not answer in time");
-                None
-            }
+            Err(_) => return Err(self.too_slow(label)),
         };
         match values {
-            Some(v) if !v.is_empty() => Ok(v),
+            Some(v) if !v.is_empty() => {
+                self.slow.store(0, Ordering::Relaxed);
+                Ok(v)
+            }
             _ => {
                 crate::telemetry::metrics::redis_error(label);
                 self.down.store(true, Ordering::Relaxed);
                 Err(Unavailable)
             }
         }
+    }
+
+    /// A round trip that did not answer in time refuses its own request; only several in a row
+    /// mark Redis down (one slow answer on a loaded machine is not an outage).
+    fn too_slow(&self, label: &'static str) -> Unavailable {
+        crate::telemetry::metrics::redis_error(label);
+        if self.slow.fetch_add(1, Ordering::Relaxed) + 1 >= SLOW_IN_A_ROW {
+            tracing::warn!(timeout_ms = self.timeout.as_millis() as u64, "redis does not answer in time; signed requests answer 503 until it does");
+            self.down.store(true, Ordering::Relaxed);
+        }
+        Unavailable
     }
 
     /// The one round trip of a verified signed request.
@@ -286,8 +338,8 @@ impl SharedGuards {
         let block = self.key(&["auth", "block", key_id, ip]);
         let signature = self.key(&["replay", "s", &hex::encode(&mac[..16])]);
         let nonce = self.key(&["replay", "n", key_id, nonce]);
-        let account = self.key(&["rl", "acct", account_id]);
         let (acct_em, acct_burst) = self.account_args(own_per_minute);
+        let account = self.account_key(account_id, acct_em);
         let args = [
             timestamp_ms.max(0) as u64,
             now_ms.max(0) as u64,
@@ -316,8 +368,12 @@ impl SharedGuards {
     ) -> Result<Verdict, Unavailable> {
         let ip_key = self.key(&["rl", "ip", ip]);
         let block = self.key(&["auth", "block", key_id, ip]);
-        let account = self.key(&["rl", "acct", account_id]);
         let (acct_em, acct_burst) = self.account_args(own_per_minute);
+        let account = self.account_key(account_id, acct_em);
+        if self.ip.0 == 0 && acct_em == 0 && self.failure_limit == 0 {
+            // Nothing to count and no block can exist: no round trip.
+            return Ok(Verdict::Admitted { ip: None, account: None });
+        }
         let args = [self.ip.0, u64::from(self.ip.1), acct_em, u64::from(acct_burst)];
         let v = self.run(&self.admitted, &[&ip_key, &block, &account], &args, "admitted").await?;
         Ok(self.verdict(&v, self.ip.1, acct_burst))
@@ -336,6 +392,10 @@ impl SharedGuards {
                 (self.key(&["auth", "block", key_id, ip]), self.key(&["auth", "fail", key_id, ip]), self.failure_limit)
             }
         };
+        if self.ip.0 == 0 && limit == 0 {
+            // Nothing to count: no round trip.
+            return Ok(Verdict::Admitted { ip: None, account: None });
+        }
         let args = [self.ip.0, u64::from(self.ip.1), u64::from(limit), self.failure_window_ms, self.block_ms];
         let v = self.run(&self.refused, &[&ip_key, &block, &counter], &args, "refused").await?;
         Ok(self.verdict(&v, self.ip.1, 0))

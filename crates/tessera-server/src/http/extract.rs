@@ -135,6 +135,22 @@ fn admit(parts: &mut Parts, state: &AppState, accept: &[Scheme], required: Scope
     Ok(caller)
 }
 
+/// The account whose limit the shared guards already counted for this request (D17.1).
+fn counted_by_shared(parts: &Parts) -> Option<(Arc<str>, Option<u32>)> {
+    let c = parts.extensions.get::<Caller>()?;
+    matches!(c.account_limit, Some(Ok(Some(_)))).then(|| (c.account_id.clone(), c.rate_limit_per_minute))
+}
+
+/// A request refused after the shared guards counted it against its account (wrong scheme,
+/// account status, scope) gives its unit back, as one refused in memory never spent it
+/// (D2.8: the limit is the last check).
+async fn give_back(state: &AppState, counted: Option<(Arc<str>, Option<u32>)>, refusal: ApiError) -> ApiError {
+    if let (Some(shared), Some((account, own))) = (&state.shared, counted) {
+        shared.give_back(&account, own).await;
+    }
+    refusal
+}
+
 macro_rules! caller_extractor {
     ($(#[$doc:meta])* $name:ident, [$($scheme:ident),+]) => {
         $(#[$doc])*
@@ -150,7 +166,11 @@ macro_rules! caller_extractor {
         impl<R: Requirement> FromRequestParts<AppState> for $name<R> {
             type Rejection = ApiError;
             async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-                admit(parts, state, &[$(Scheme::$scheme),+], R::SCOPES).map(|c| $name(c, PhantomData))
+                let counted = counted_by_shared(parts);
+                match admit(parts, state, &[$(Scheme::$scheme),+], R::SCOPES) {
+                    Ok(c) => Ok($name(c, PhantomData)),
+                    Err(e) => Err(give_back(state, counted, e).await),
+                }
             }
         }
     };

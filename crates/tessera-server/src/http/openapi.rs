@@ -77,6 +77,8 @@ error_responses! {
         403 => "`insufficient_scope`, `account_inactive`, or `domain_not_allowed` when `x-white-label-domain` \
                 is sent and is not an approved domain of the account (D2.7–D2.8).",
         429 => LIMIT_429,
+        503 => "`replay_store_unavailable`: instances share their replay store through Redis and it does not \
+                answer (D17.2); nothing ran. Retry after `Retry-After` (1) seconds with a fresh signature.",
     }
 
     /// 401, 403 and 429 of a domain-key route (spec Scheme 1).

@@ -160,6 +160,9 @@ pub async fn spawn_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -> Te
         // The whole suite runs with shared guards too (issue 23): each server its own key space.
         config.redis.url = url.into();
         config.redis.key_prefix = format!("tessera:{}:", unique("t"));
+        // The suite runs many servers at once on a small machine: a slow answer there is load,
+        // not an outage (the outage tests in cluster.rs stop their own Redis).
+        config.redis.timeout_ms = 5_000;
     }
     tweak(&mut config);
     let database_url = config.effective_database_url();
