@@ -251,12 +251,18 @@ impl Store {
             tx.rollback().await?;
             return Ok(Created::Key(state));
         }
+        // What is available now, read after the lock (or the single writer) was won: a
+        // withdrawal that waited holds the time it was asked at (`now`), and the holds of those
+        // that went before it carry their own, later times. Reading "settled by `now`" missed
+        // them, and fifty withdrawals at once could overdraw (seen: 15 × 7 GHS from 100). Holds
+        // count whatever their time, so a clock step back cannot hide one either.
         let available: i64 = sqlx::query(
             "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS available FROM ledger_entries \
-             WHERE account_id = $1 AND settles_at <= $2",
+             WHERE account_id = $1 AND (settles_at <= $2 OR kind = $3)",
         )
         .bind(&w.account_id)
-        .bind(now)
+        .bind(crate::domain::time::now_ms().max(now))
+        .bind(kind::WITHDRAWAL_HOLD)
         .fetch_one(&mut *tx)
         .await?
         .try_get("available")?;
