@@ -116,7 +116,9 @@ impl RawResponse {
 /// body) signed in the same millisecond carry the same signature, so the second is refused with
 /// 401 `replayed_request` before anything runs. [`Client::send_raw`] then signs it again with a
 /// fresh timestamp and nonce (up to [`REPLAY_RETRIES`] times): the server executed nothing, so
-/// this sends the request the caller asked for exactly once.
+/// this sends the request the caller asked for exactly once. A 503 `replay_store_unavailable`
+/// (several instances whose shared replay store is briefly away, D17.2; nothing ran) is signed
+/// again after its `Retry-After`, up to the same number of times.
 #[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
@@ -267,6 +269,10 @@ impl Client {
                 // together do not collide again.
                 let wait = rand::thread_rng().next_u32() % 4 + 1;
                 tokio::time::sleep(Duration::from_millis(u64::from(wait) * attempt as u64)).await;
+                continue;
+            }
+            if let Some(wait) = replay_store_away(&raw).filter(|_| attempt <= REPLAY_RETRIES) {
+                tokio::time::sleep(wait).await;
                 continue;
             }
             return Ok(raw);
@@ -442,8 +448,21 @@ impl Client {
 /// Whether a 401 body is the `replayed_request` error (a substring test: this runs on every 401,
 /// and the server writes compact JSON).
 fn is_replay(body: &[u8]) -> bool {
-    const NEEDLE: &[u8] = b"\"code\":\"replayed_request\"";
-    body.windows(NEEDLE.len()).any(|w| w == NEEDLE)
+    has_code(body, b"\"code\":\"replayed_request\"")
+}
+
+fn has_code(body: &[u8], needle: &[u8]) -> bool {
+    body.windows(needle.len()).any(|w| w == needle)
+}
+
+/// 503 `replay_store_unavailable` (D17.2): the instances' shared replay store is away and the
+/// server ran nothing; the answer's `Retry-After` (1 s) says when to sign again.
+fn replay_store_away(raw: &RawResponse) -> Option<Duration> {
+    if raw.status != 503 || !has_code(&raw.body, b"\"code\":\"replay_store_unavailable\"") {
+        return None;
+    }
+    let secs = raw.headers.get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    Some(Duration::from_secs(secs.unwrap_or(1).clamp(1, 5)))
 }
 
 #[derive(Deserialize)]
