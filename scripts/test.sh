@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests, the signing vectors against openssl/Python/Node, and the HTTP
-# integration suite on SQLite and on PostgreSQL.
+# integration suite on SQLite and on PostgreSQL, then the suite once more with every server's
+# guards in Redis (issue 23, D17.1; with the two-instance tests, which need Redis).
 #
 # PostgreSQL: if TESSERA_TEST_DATABASE_URL is set it is used as is. Otherwise, when a local
 # server answers on 127.0.0.1:5432 (started here if it is installed but down), a throwaway
@@ -40,10 +41,44 @@ if [ -z "${TESSERA_TEST_DATABASE_URL:-}" ]; then
   fi
 fi
 
+# Redis: TESSERA_TEST_REDIS_URL if set; otherwise the local server on 127.0.0.1:6379 (started
+# here if it is installed but down). Each test server writes under its own key prefix, and the
+# outage tests run a redis-server of their own. With CI=true a missing Redis is an error.
+redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; }
+if [ -z "${TESSERA_TEST_REDIS_URL:-}" ]; then
+  if ! redis_up && command -v redis-server >/dev/null 2>&1; then
+    echo "starting Redis"
+    mkdir -p /tmp/tessera-test-redis
+    redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+      --dir /tmp/tessera-test-redis --logfile /tmp/tessera-test-redis/redis.log || true
+    for _ in $(seq 1 30); do redis_up && break; sleep 0.2; done
+  fi
+  if redis_up; then
+    redis_url="redis://127.0.0.1:6379"
+  elif [ "${CI:-}" = "true" ]; then
+    echo "Redis is required in CI but is not reachable on 127.0.0.1:6379" >&2
+    exit 1
+  else
+    echo "WARNING: no Redis on 127.0.0.1:6379; the run with shared guards is skipped" >&2
+    redis_url=""
+  fi
+else
+  redis_url=$TESSERA_TEST_REDIS_URL
+fi
+
 # Doc examples first, so that the suite's own summary is the last thing printed.
 cargo test --workspace --doc --quiet
-if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --no-fail-fast
-else
-  cargo test --workspace --no-fail-fast --all-targets
+suite() {
+  if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --workspace --no-fail-fast "$@"
+  else
+    cargo test --workspace --no-fail-fast --all-targets
+  fi
+}
+echo "== the suite, guards in memory"
+TESSERA_TEST_REDIS_URL="" suite
+if [ -n "$redis_url" ]; then
+  # The integration tests only: the unit tests do not read TESSERA_TEST_REDIS_URL.
+  echo "== the suite again, guards in Redis ($redis_url)"
+  TESSERA_TEST_REDIS_URL=$redis_url suite -E 'binary(api)'
 fi
