@@ -313,7 +313,10 @@ impl SharedGuards {
     fn too_slow(&self, label: &'static str) -> Unavailable {
         crate::telemetry::metrics::redis_error(label);
         if self.slow.fetch_add(1, Ordering::Relaxed) + 1 >= SLOW_IN_A_ROW {
-            tracing::warn!(timeout_ms = self.timeout.as_millis() as u64, "redis does not answer in time; signed requests answer 503 until it does");
+            tracing::warn!(
+                timeout_ms = self.timeout.as_millis() as u64,
+                "redis does not answer in time; signed requests answer 503 until it does"
+            );
             self.down.store(true, Ordering::Relaxed);
         }
         Unavailable

@@ -285,11 +285,19 @@ async fn redis_stopped_and_started_under_load_fails_signed_requests_closed_and_r
     assert_ne!(hook.status, 503);
     assert!(hook.status < 500, "{}", hook.status);
 
+    // The SDK signs again after Retry-After (nothing ran): a call made during the outage
+    // succeeds once Redis is back.
+    let sdk = {
+        let client = app.client();
+        tokio::spawn(async move { client.send_raw(Method::GET, CONTEXT, Vec::new(), None).await.expect("send").status })
+    };
+
     // Back, empty: served again without a restart, and the epoch starts anew (D17.39).
     tokio::time::sleep(Duration::from_millis(200)).await;
     redis.start().await;
     eventually(10, "signed requests are served again", || async { signed_status(&app).await.status == 200 }).await;
     assert_eq!(get(&app, "/readyz").await.status, 200);
+    assert_eq!(sdk.await.expect("sdk"), 200, "the SDK's call made during the outage");
     let old = signed_headers(&app.account.private, &Method::GET, CONTEXT, b"", before_restart);
     assert_error(&send(&app.base_url, Method::GET, CONTEXT, old, vec![]).await, 401, "stale_timestamp");
 
