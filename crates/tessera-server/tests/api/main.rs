@@ -9,6 +9,7 @@ mod cli;
 mod crash;
 mod foundation;
 mod hardening;
+mod instances;
 mod isolation;
 mod mail;
 mod metrics;
