@@ -10,20 +10,25 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::directory::KeyDirectory;
 use crate::auth::guard::Guards;
 use crate::auth::replay::ReplayStore;
-use crate::config::Config;
+use crate::config::{Config, StartRefused};
 use crate::domain::time::now_ms;
 use crate::providers::outbound::Outbound;
 use crate::state::AppInner;
 pub use crate::state::{open_store, AppState};
+use crate::store::instance::{GuardError, GuardSpec, InstanceGuard};
 
 pub struct Application {
     listener: TcpListener,
     state: AppState,
+    /// Who else may serve this data (D17.3, D17.39); given back when serving stops.
+    guard: InstanceGuard,
 }
 
 impl Application {
     /// Binds the listener (port 0 picks a free port) and prepares the state.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
+        // First, so that a refused instance (exit 2) touches nothing and never listens.
+        let guard = take_guard(&config).await?;
         let (store, keyring) = open_store(&config).await?;
         let directory = KeyDirectory::load(store.clone(), keyring).await?;
         let shared = match config.redis.enabled() {
@@ -48,11 +53,18 @@ impl Application {
                 Duration::from_millis(config.providers.timeout_ms),
                 config.security.allow_private_endpoints,
             )?,
+            live: crate::live::Live::start(store.clone(), &config.effective_database_url()).await?,
             directory,
             store,
             config,
         });
-        Ok(Application { listener, state })
+        // Operators read which instances run jobs from here (D17.4).
+        tracing::info!(
+            workers = if state.config.workers.enabled { "on" } else { "off" },
+            redis = state.config.redis.enabled(),
+            "instance ready"
+        );
+        Ok(Application { listener, state, guard })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -96,7 +108,23 @@ impl Application {
             Ok(n) => tracing::info!(jobs = n, "handed claimed jobs back"),
             Err(e) => tracing::warn!(error = %e, "handing claimed jobs back failed; their leases will expire"),
         }
+        self.state.live.stop().await;
+        // Given back here, not when the last state handle goes: a test (or an operator) that
+        // stopped this server may start the next one on the same data at once.
+        self.guard.release().await;
         result
+    }
+}
+
+/// Takes the start guard (D17.3, D17.39), turning "someone else serves this data" into the
+/// refusal that exits 2.
+async fn take_guard(config: &Config) -> anyhow::Result<InstanceGuard> {
+    let url = config.effective_database_url();
+    let spec = GuardSpec { database_url: &url, data_dir: config.data_dir(), shared: config.redis.enabled() };
+    match InstanceGuard::take(spec).await {
+        Ok(guard) => Ok(guard),
+        Err(GuardError::Refused(why)) => Err(StartRefused(why).into()),
+        Err(GuardError::Failed(e)) => Err(e.context("instance lock")),
     }
 }
 

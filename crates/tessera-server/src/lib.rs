@@ -43,6 +43,7 @@ pub mod config;
 pub mod domain;
 pub mod flows;
 pub mod http;
+pub mod live;
 pub mod notify;
 pub mod providers;
 pub mod sandbox;

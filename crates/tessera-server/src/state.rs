@@ -35,6 +35,8 @@ pub struct AppInner {
     pub checkins: crate::store::tickets::CheckinWriter,
     /// Outbound HTTP to providers and gateways (D16.25).
     pub outbound: Outbound,
+    /// Live changes committed on any instance (D17.5).
+    pub live: crate::live::Live,
 }
 
 /// Shared state; cheap to clone.

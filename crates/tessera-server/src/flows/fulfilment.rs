@@ -20,11 +20,12 @@ use crate::domain::time::now_ms;
 use crate::providers::payments::{adapter, ProviderError, ProviderId, RemoteStatus};
 use crate::state::AppState;
 use crate::store::jobs::{self, queue};
+use crate::store::live::{LiveEvent, LiveKind};
 use crate::store::notifications::{queue_notification, NewNotification};
 use crate::store::payments::{self, Settled, Transaction};
 use crate::store::ticket_types::inventory;
 use crate::store::tickets::{self, NewTickets};
-use crate::store::{donations, ledger, participants, StoreError, StoreResult};
+use crate::store::{donations, ledger, participants, StoreError, StoreResult, StoreTx};
 
 use super::checkout::first_poll_ms;
 use super::routing::credentials_now;
@@ -253,7 +254,7 @@ impl<'a> Purchase<'a> {
 
 /// Issues what was bought (tickets one per unit, votes, the donation) and queues the buyer's
 /// confirmation e-mail (D13.2), in the caller's transaction. The seats were already counted sold.
-pub(super) async fn fulfil(conn: &mut sqlx::AnyConnection, p: &Purchase<'_>, now: i64) -> StoreResult<()> {
+pub(super) async fn fulfil(conn: &mut StoreTx, p: &Purchase<'_>, now: i64) -> StoreResult<()> {
     let event_type = match p.kind {
         TransactionType::Ticket => {
             let ticket_type_id = p.ticket_type_id.ok_or_else(|| StoreError::Corrupt("ticket without type".into()))?;
@@ -273,6 +274,13 @@ pub(super) async fn fulfil(conn: &mut sqlx::AnyConnection, p: &Purchase<'_>, now
         TransactionType::Vote => {
             let participant = p.participant_id.ok_or_else(|| StoreError::Corrupt("vote without participant".into()))?;
             participants::add_votes(conn, participant, p.quantity, now).await?;
+            // Leaderboards on every instance re-read at commit (D17.5, D17.18).
+            let event = LiveEvent {
+                account_id: p.account_id.into(),
+                campaign_id: Some(p.campaign_id.into()),
+                kind: LiveKind::Votes,
+            };
+            conn.publish(event).await?;
             "vote.payment.success"
         }
         TransactionType::Donation => {

@@ -13,9 +13,11 @@ pub mod customers;
 pub mod domains;
 pub mod donations;
 pub mod group_commit;
+pub mod instance;
 pub mod jobs;
 pub mod keys;
 pub mod ledger;
+pub mod live;
 pub mod notifications;
 pub mod page_cache;
 pub mod participants;
@@ -41,31 +43,53 @@ use sqlx::{AnyPool, Executor};
 /// [`StoreTx::commit`]. Dropped without a commit, it rolls back. This is how a change that spans
 /// resources (a payment credited, its seats sold, its tickets issued, its e-mail queued) stays
 /// one transaction while its rules live in `flows`, not in SQL.
-pub struct StoreTx(sqlx::Transaction<'static, sqlx::Any>);
+pub struct StoreTx {
+    tx: sqlx::Transaction<'static, sqlx::Any>,
+    backend: Backend,
+    live: std::sync::Arc<live::LiveBus>,
+    /// SQLite: live events published in this transaction, delivered after its commit.
+    published: Vec<live::LiveEvent>,
+}
 
 impl StoreTx {
     pub async fn commit(self) -> StoreResult<()> {
-        self.0.commit().await?;
+        self.tx.commit().await?;
+        for event in self.published {
+            self.live.deliver(event);
+        }
         Ok(())
     }
 
     /// Undoes everything now (dropping it does the same, later).
     pub async fn rollback(self) -> StoreResult<()> {
-        self.0.rollback().await?;
+        self.tx.rollback().await?;
         Ok(())
+    }
+
+    /// Publishes a live change (D17.5) that is delivered once this transaction commits, and
+    /// never if it rolls back: on PostgreSQL a NOTIFY in the transaction, on SQLite the
+    /// in-process bus after [`StoreTx::commit`].
+    pub async fn publish(&mut self, event: live::LiveEvent) -> StoreResult<()> {
+        match self.backend {
+            Backend::Postgres => live::notify_in(&mut self.tx, self.backend, &self.live, &[event]).await,
+            Backend::Sqlite => {
+                self.published.push(event);
+                Ok(())
+            }
+        }
     }
 }
 
 impl std::ops::Deref for StoreTx {
     type Target = sqlx::AnyConnection;
     fn deref(&self) -> &Self::Target {
-        &self.0
+        &self.tx
     }
 }
 
 impl std::ops::DerefMut for StoreTx {
     fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.0
+        &mut self.tx
     }
 }
 
@@ -136,6 +160,8 @@ pub struct Store {
     fast_reader: Option<std::sync::Arc<sqlite_read::SyncReader>>,
     /// Rendered list pages, valid while `data_version` stands (SQLite files only).
     pages: std::sync::Arc<page_cache::PageCache>,
+    /// Live changes (D17.5): the in-process bus and, on PostgreSQL, this store's schema.
+    live: std::sync::Arc<live::LiveBus>,
 }
 
 const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -200,7 +226,14 @@ impl Store {
                     })
                     .connect_lazy_with(AnyConnectOptions::from_str(&ro_url)?);
                 let fast_reader = sqlite_file(url).map(|p| std::sync::Arc::new(sqlite_read::SyncReader::new(p)));
-                Store { writer, reader, backend, fast_reader, pages: Default::default() }
+                Store {
+                    writer,
+                    reader,
+                    backend,
+                    fast_reader,
+                    pages: Default::default(),
+                    live: live::LiveBus::new(None),
+                }
             }
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
@@ -208,7 +241,18 @@ impl Store {
                     .acquire_timeout(Duration::from_secs(30))
                     .connect_with(AnyConnectOptions::from_str(url)?)
                     .await?;
-                Store { writer: pool.clone(), reader: pool, backend, fast_reader: None, pages: Default::default() }
+                // The schema names this deployment's live events and its instance lock (D17.3,
+                // D17.5): one database may hold several deployments (and the tests' servers).
+                let (schema,): (String,) = sqlx::query_as("SELECT current_schema()::text").fetch_one(&pool).await?;
+                let live = live::LiveBus::new(Some(schema));
+                Store {
+                    writer: pool.clone(),
+                    reader: pool,
+                    backend,
+                    fast_reader: None,
+                    pages: Default::default(),
+                    live,
+                }
             }
         };
         store.migrate().await?;
@@ -221,7 +265,13 @@ impl Store {
 
     /// Opens a write transaction on the writer (see [`StoreTx`]).
     pub async fn begin(&self) -> StoreResult<StoreTx> {
-        Ok(StoreTx(self.writer().begin().await?))
+        let tx = self.writer().begin().await?;
+        Ok(StoreTx { tx, backend: self.backend, live: self.live.clone(), published: Vec::new() })
+    }
+
+    /// Live changes of this store (D17.5): subscribe, or deliver what a listener received.
+    pub fn live(&self) -> &live::LiveBus {
+        &self.live
     }
 
     pub(crate) fn writer(&self) -> &AnyPool {

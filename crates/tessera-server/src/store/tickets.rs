@@ -10,10 +10,11 @@ use std::collections::{BTreeMap, HashMap};
 use sqlx::Row;
 
 use super::audit::{record_many, Audit};
+use super::live::{self, LiveEvent, LiveKind};
 use super::payments::{bind_all, placeholders};
 use super::query::Arg;
 use super::sqlite_read::Get;
-use super::{Store, StoreError, StoreResult};
+use super::{Backend, Store, StoreError, StoreResult};
 use crate::domain::campaigns::CampaignStatus;
 use crate::domain::payments::Attendee;
 use crate::domain::tickets::TicketStatus;
@@ -225,7 +226,6 @@ impl Store {
     /// can win (its time and gate agent are written); later requests for that ticket lose, as
     /// they would one transaction later. Returns, per request, whether it checked the ticket in.
     pub async fn check_in_batch(&self, requests: &[CheckInRequest]) -> StoreResult<Vec<bool>> {
-        use std::collections::HashMap;
         // The first request per ticket id; only these take part in the update.
         let mut first: HashMap<&str, usize> = HashMap::with_capacity(requests.len());
         for (i, r) in requests.iter().enumerate() {
@@ -246,7 +246,7 @@ impl Store {
             "UPDATE tickets SET checked_in = 1, checked_in_at = {}, checked_in_by = {} \
              WHERE id IN ({}) AND account_id = {} AND checked_in = 0 AND status = 'valid' \
              AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = tickets.campaign_id AND c.status <> 'archived') \
-             RETURNING id",
+             RETURNING id, campaign_id",
             case(1),
             case(2),
             ids.join(", "),
@@ -257,14 +257,13 @@ impl Store {
             let r = &requests[i];
             update = update.bind(&r.ticket_id).bind(r.now).bind(&r.by).bind(&r.account_id);
         }
-        let updated: std::collections::HashSet<String> = update
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(|row| row.try_get::<String, _>("id"))
-            .collect::<Result<_, _>>()?;
+        // Ticket id → its campaign, for each ticket this batch checked in.
+        let mut updated: HashMap<String, String> = HashMap::new();
+        for row in update.fetch_all(&mut *tx).await? {
+            updated.insert(row.try_get("id")?, row.try_get("campaign_id")?);
+        }
         let winners: Vec<usize> =
-            candidates.into_iter().filter(|&i| updated.contains(requests[i].ticket_id.as_str())).collect();
+            candidates.into_iter().filter(|&i| updated.contains_key(requests[i].ticket_id.as_str())).collect();
         if !winners.is_empty() {
             let entries: Vec<(&str, Audit<'_>)> = winners
                 .iter()
@@ -286,7 +285,27 @@ impl Store {
                 won[i] = true;
             }
         }
+        // One live event per campaign per batch, not per ticket (D17.5, D17.32).
+        let events: Vec<LiveEvent> = requests
+            .iter()
+            .zip(&won)
+            .filter(|(_, w)| **w)
+            .filter_map(|(r, _)| updated.get(&r.ticket_id).map(|c| (r.account_id.as_str(), c.as_str())))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .map(|(a, c)| LiveEvent {
+                account_id: a.to_string(),
+                campaign_id: Some(c.to_string()),
+                kind: LiveKind::Checkin,
+            })
+            .collect();
+        live::notify_in(&mut tx, self.backend(), self.live(), &events).await?;
         tx.commit().await?;
+        if self.backend() == Backend::Sqlite {
+            for event in events {
+                self.live().deliver(event);
+            }
+        }
         Ok(won)
     }
 

@@ -311,3 +311,39 @@ pub fn detail_fields(body: &Value) -> Vec<String> {
         .map(|a| a.iter().filter_map(|d| d["field"].as_str().map(str::to_string)).collect())
         .unwrap_or_default()
 }
+
+/// Another instance of `app`'s deployment (D17.3–5): the same configuration and database (on
+/// PostgreSQL the same schema, so it serves the same accounts; `app.account` works on it), its
+/// own port and data dir holding the same master key. Two instances of one PostgreSQL schema
+/// must both have `redis.url` set, or the second is refused; a SQLite data dir has one
+/// instance only, so this is for PostgreSQL.
+pub async fn spawn_second(app: &TestApp) -> TestApp {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = app.config.data_dir.join("master.key");
+    if key.exists() {
+        std::fs::copy(&key, dir.path().join("master.key")).expect("copy master.key");
+    }
+    let mut config = app.config.clone();
+    config.data_dir = dir.path().to_path_buf();
+    config.listen = "127.0.0.1:0".parse().expect("addr");
+    let built = Application::build(config.clone()).await.expect("build the second instance");
+    let base_url = format!("http://{}", built.local_addr());
+    let state = built.state();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(built.run_until_stopped(async move {
+        let _ = rx.await;
+    }));
+    let (store, keyring) = tessera_server::state::open_store(&config).await.expect("store");
+    TestApp {
+        base_url,
+        state,
+        store,
+        keyring,
+        database_url: config.effective_database_url(),
+        config,
+        http: reqwest::Client::new(),
+        account: app.account.clone(),
+        _data_dir: dir,
+        shutdown: Some(tx),
+    }
+}

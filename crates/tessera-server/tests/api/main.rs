@@ -10,6 +10,7 @@ mod cluster;
 mod crash;
 mod foundation;
 mod hardening;
+mod instances;
 mod isolation;
 mod mail;
 mod metrics;
