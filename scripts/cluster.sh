@@ -140,15 +140,17 @@ haproxy_config() {
     /^ *bind 127\.0\.0\.1:8080$/ { sub(/8080/, front); seen++ }
     /^ *bind 127\.0\.0\.1:8404$/ { sub(/8404/, stats); seen++ }
     /^ *stats socket \/run\/haproxy\/admin\.sock / { sub(/\/run\/haproxy\/admin\.sock/, sock); seen++ }
+    # Each backend (ready, live) lists the instances once.
     /^ *server tessera[0-9]+ / {
-      if (!done) {
+      if (!listed[block]) {
         for (i = 1; i <= n; i++) printf "    server tessera%d 127.0.0.1:%d check\n", i, base + i
-        done = 1; seen++
+        listed[block] = 1; seen++
       }
       next
     }
+    /^backend / { block = $2 }
     { print }
-    END { if (seen != 4) { print "deploy/haproxy.cfg no longer has the lines cluster.sh rewrites" > "/dev/stderr"; exit 1 } }
+    END { if (seen != 5) { print "deploy/haproxy.cfg no longer has the lines cluster.sh rewrites" > "/dev/stderr"; exit 1 } }
   ' deploy/haproxy.cfg
 }
 
@@ -248,7 +250,9 @@ EOF
   haproxy -q -c -f "$run_dir/haproxy.cfg" >/dev/null
   # In the foreground (-db) as a child of nobody's terminal: the distro's haproxy service is
   # never touched.
-  haproxy -db -f "$run_dir/haproxy.cfg" >>"$run_dir/haproxy.log" 2>&1 &
+  # A new log per start (HAProxy writes its stdout log at its own offset, so appending to an older
+  # one would interleave; the chaos run counts requests per instance from this log).
+  haproxy -db -f "$run_dir/haproxy.cfg" >"$run_dir/haproxy.log" 2>&1 &
   echo $! >"$run_dir/haproxy.pid"
   front="http://127.0.0.1:$BASE_PORT"
   for _ in $(seq 1 200); do
