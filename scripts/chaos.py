@@ -584,8 +584,9 @@ class Driver:
 
     def haproxy_counts(self):
         """Requests per instance as HAProxy's access log tells (so the run shows the load was
-        spread), and the 502/503/504 answers: 502 is HAProxy's for a request whose instance died
-        with it (Tessera never answers 502); 503 is HAProxy's when no instance was reachable."""
+        spread), the 502/503/504 answers (502 is HAProxy's for a request whose instance died with
+        it; Tessera never answers 502), and the requests HAProxy sent again because their first
+        connection failed (the only retry it makes)."""
         counts = {}
         try:
             with open(os.path.join(self.run_dir, "haproxy.log")) as f:
@@ -596,6 +597,10 @@ class Driver:
                         counts[server] = counts.get(server, 0) + 1
                         if parts[5] in ("502", "503", "504"):
                             counts[f"status_{parts[5]}"] = counts.get(f"status_{parts[5]}", 0) + 1
+                        # actconn/feconn/beconn/srv_conn/retries; "+" when sent to another
+                        # instance after its first could not be reached.
+                        if len(parts) > 10 and parts[10].split("/")[-1] not in ("0", ""):
+                            counts["retried"] = counts.get("retried", 0) + 1
         except OSError:
             pass
         return counts
