@@ -704,6 +704,8 @@ class Driver:
             if not w or w["status"] not in ("completed", "failed"):
                 self.fail(f"withdrawal {wid} not final: {w}")
         checks += self.check_portal()
+        if self.instances:
+            checks += self.check_no_instance_ready()
         out = subprocess.run([self.bin, "admin", *self.db_args, "ledger", "check", "--json"],
                              capture_output=True, text=True, env=self.env)
         checks += 1
@@ -711,6 +713,32 @@ class Driver:
         if out.returncode != 0 or not report or report.get("ok") is not True:
             self.fail(f"ledger check: exit {out.returncode}: {out.stdout} {out.stderr}")
         return checks, tickets_total, len(server_payments), len(server_withdrawals)
+
+    def haproxy_command(self, line):
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(os.path.join(self.run_dir, "haproxy.sock"))
+            s.sendall(line.encode() + b"\n")
+            return s.recv(4096).decode()
+
+    def check_no_instance_ready(self):
+        """With no instance ready (every /readyz 503, as when Redis is down, D17.2), HAProxy
+        still hands requests to the live instances (deploy/haproxy.cfg's tessera_live), so
+        Tessera answers instead of HAProxy's bare 503. Simulated by putting every server of the
+        ready backend in maintenance through HAProxy's admin socket."""
+        names = [f"tessera{i}" for i in range(1, self.instances + 1)]
+        try:
+            for n in names:
+                self.haproxy_command(f"set server tessera/{n} state maint")
+            try:
+                status, v = self.signed("GET", V1 + "/campaigns?limit=1")
+            except Down as e:
+                status, v = None, str(e)
+            if status != 200:
+                self.fail(f"no instance ready: a signed read through HAProxy answered {status} {v}")
+        finally:
+            for n in names:
+                self.haproxy_command(f"set server tessera/{n} state ready")
+        return 1
 
     def check_portal(self):
         """Every acknowledged portal change holds, and nothing happened that nobody asked for."""
