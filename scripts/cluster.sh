@@ -11,6 +11,8 @@
 #   bash scripts/cluster.sh stop   [--run-dir DIR]
 #   bash scripts/cluster.sh kill I [--run-dir DIR]             SIGKILL instance I (1..N)
 #   bash scripts/cluster.sh start-instance I [--run-dir DIR]   start it again, wait until ready
+#   bash scripts/cluster.sh restart I [--run-dir DIR]    drained SIGTERM and start (docs/deployment.md)
+#   bash scripts/cluster.sh rolling-restart [--run-dir DIR]     restart 1..N, one at a time
 #   bash scripts/cluster.sh redis-stop|redis-start [--run-dir DIR]   the rig's own Redis only
 #
 # Ports: HAProxy's front on BASE (default 18080), instance I on BASE+I, HAProxy's stats page on
@@ -321,6 +323,46 @@ cmd_kill() {
   die "instance $index (pid $pid) survived SIGKILL for 2 s"
 }
 
+# One command to HAProxy's admin socket (Python rather than socat, which CI may lack).
+haproxy_cmd() {
+  python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+out = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+sys.stdout.write(out.decode())' "$run_dir/haproxy.sock" "$1"
+}
+
+# A field of `show stat` for server tesseraI of the ready backend (5: scur, 18: status).
+server_stat() {
+  haproxy_cmd "show stat" | awk -F, -v s="tessera$1" -v f="$2" '$1 == "tessera" && $2 == s { print $f }'
+}
+
+# The rolling restart of docs/deployment.md for one instance: drain it in HAProxy, wait until
+# it has no request left, SIGTERM (it finishes what it holds, D16.22), start it, put it back.
+restart_instance() {
+  local i=$1 pid
+  haproxy_cmd "set server tessera/tessera$i state drain" >/dev/null
+  for _ in $(seq 1 100); do
+    [ "$(server_stat "$i" 5)" = 0 ] && break
+    sleep 0.1
+  done
+  pid=$(pid_of "inst$i")
+  stop_pid "$pid" "instance $i"
+  start_instance "$i"
+  haproxy_cmd "set server tessera/tessera$i state ready" >/dev/null
+  for _ in $(seq 1 100); do
+    [ "$(server_stat "$i" 18)" = UP ] && return 0
+    sleep 0.1
+  done
+  die "instance $i is not UP in HAProxy 10 s after its restart"
+}
+
 cmd_start_instance() {
   load_state
   [ -n "$index" ] && [ "$index" -ge 1 ] && [ "$index" -le "$INSTANCES" ] || die "start-instance: which instance (1..$INSTANCES)?"
@@ -333,6 +375,15 @@ case $cmd in
   status) cmd_status ;;
   kill) cmd_kill ;;
   start-instance) cmd_start_instance ;;
+  restart)
+    load_state
+    [ -n "$index" ] && [ "$index" -ge 1 ] && [ "$index" -le "$INSTANCES" ] || die "restart: which instance (1..$INSTANCES)?"
+    restart_instance "$index"
+    ;;
+  rolling-restart)
+    load_state
+    for i in $(seq 1 "$INSTANCES"); do restart_instance "$i"; done
+    ;;
   redis-stop) load_state; [ -n "$OWN_REDIS" ] || die "the rig uses a shared Redis"; stop_redis ;;
   redis-start) load_state; [ -n "$OWN_REDIS" ] || die "the rig uses a shared Redis"; start_redis ;;
   *) usage ;;
