@@ -134,10 +134,12 @@ def free_port():
 
 
 def free_ports(n):
-    """The first of n consecutive free ports (scripts/cluster.sh numbers its ports from one base)."""
+    """The first of n consecutive free ports (scripts/cluster.sh numbers its ports from one base).
+    Below Linux's ephemeral range (32768 and up), where free_port() and every test server that
+    binds port 0 get theirs, so none of them can take one of these before cluster.sh binds it."""
     rng = random.Random()
     for _ in range(200):
-        base = rng.randrange(20000, 60000 - n)
+        base = rng.randrange(20000, 32700 - n)
         socks = []
         try:
             for p in range(base, base + n):
