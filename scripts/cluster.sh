@@ -72,7 +72,19 @@ alive() {
   st=$(sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f1)
   [ "$st" != Z ]
 }
-pid_of() { cat "$run_dir/$1.pid" 2>/dev/null || true; }
+# The pid in a pid file, only while it is still the program this script started there: after a
+# crash or a reboot the number may belong to someone else's process, which must not be signalled.
+pid_of() {
+  local pid prog cmd
+  pid=$(cat "$run_dir/$1.pid" 2>/dev/null) || return 0
+  case $1 in
+    inst*) prog="${BIN:-tessera} serve" ;;
+    haproxy) prog="$run_dir/haproxy.cfg" ;;
+    redis) prog=redis-server ;;
+  esac
+  cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 0
+  case $cmd in *"$prog"*) echo "$pid" ;; esac
+}
 
 http_status() { curl -s -o /dev/null -m 2 -w '%{http_code}' "$1" 2>/dev/null || true; }
 
@@ -186,7 +198,7 @@ cmd_start() {
     . "$state"
     for f in "$run_dir"/*.pid; do
       [ -e "$f" ] || continue
-      alive "$(cat "$f")" && die "a cluster is running in $run_dir: stop it first"
+      alive "$(pid_of "$(basename "$f" .pid)")" && die "a cluster is running in $run_dir: stop it first"
     done
     rm -f "$state"
     INSTANCES=${n_opt:-3}
