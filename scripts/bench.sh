@@ -27,6 +27,9 @@
 # BENCH_CLIENT_THREADS (2), BENCH_SERVER_BIN (the server binary to measure, default the release
 # build; set it to a copy of an earlier build to compare two builds in adjacent runs).
 # Extra arguments go to the harness (e.g. --phases healthz,list).
+# REDIS_URL, when set, reaches the server (the shared replay and limit store of several instances,
+# docs/deployment.md), so the signed path can be measured with Redis; its keys go under
+# TESSERA_REDIS_KEY_PREFIX, by default one of this run's own (a shared Redis is left alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,6 +64,12 @@ echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 echo "kernel: $(uname -sr), $(rustc --version)"
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
 echo "server: $SERVER_BIN"
+if [ -n "${REDIS_URL:-}" ]; then
+  export REDIS_URL TESSERA_REDIS_KEY_PREFIX=${TESSERA_REDIS_KEY_PREFIX:-tessera:bench:$$:}
+  echo "replay store: redis (key prefix $TESSERA_REDIS_KEY_PREFIX)"
+else
+  echo "replay store: in memory"
+fi
 
 config_args=()
 if [ -n "$REPLAY_CAPACITY" ]; then

@@ -24,6 +24,15 @@ acknowledged request exists, and no request is in a state nobody asked for. (App
 second active member, who would have to sign in through the passcode mail; not driven here.)
 More portal operations: append a function `op(driver)` to PORTAL_OPS (it gets a weight like the
 others) and its check to `Driver.check_portal`.
+
+Cluster mode (issue 23), `--cluster N` with `--database-url`: instead of one server, N instances
+behind HAProxy started by scripts/cluster.sh (its own Redis, REDIS_URL and one master key for all,
+deploy/haproxy.cfg, deploy/tessera.toml merged with the chaos settings below). The driver, the
+sandbox's webhooks and the audit go through HAProxy's front; the killer SIGKILLs one instance at a
+time (round robin) and starts it again while the others serve. HAProxy's own 502/503/504 (an
+instance died with the request, or none was reachable) count as no answer, like a cut connection.
+
+    python3 scripts/chaos.py --bin target/debug/tessera --kills 10 --cluster 3 --database-url URL
 """
 
 import argparse
@@ -40,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 import urllib.error
 import urllib.request
 import uuid
@@ -49,6 +59,9 @@ PROVIDERS = ["provider_a", "provider_b", "provider_c"]
 SCOPES = ("settings:read,settings:write,campaigns:read,campaigns:write,tickets:read,tickets:write,"
           "payments:write,withdrawals:write,my-tickets:read,submissions:write,notifications:write")
 PORTAL = "/api/white-label/portal"
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLUSTER_SH = os.path.join(REPO, "scripts", "cluster.sh")
+DEPLOY_CONFIG = os.path.join(REPO, "deploy", "tessera.toml")
 OWNER_EMAIL = "owner@chaos.example.com"
 
 
@@ -120,6 +133,53 @@ def free_port():
     return port
 
 
+def free_ports(n):
+    """The first of n consecutive free ports (scripts/cluster.sh numbers its ports from one base).
+    Below Linux's ephemeral range (32768 and up), where free_port() and every test server that
+    binds port 0 get theirs, so none of them can take one of these before cluster.sh binds it."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(20000, 32700 - n)
+        socks = []
+        try:
+            for p in range(base, base + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise SystemExit(f"no {n} consecutive free ports")
+
+
+def merged(base, over):
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def toml_lines(table, prefix=""):
+    """TOML for the plain tables a Tessera config has (strings, numbers, booleans, subtables)."""
+    lines, subs = [], []
+    for k, v in table.items():
+        if isinstance(v, dict):
+            subs.append((k, v))
+        elif isinstance(v, bool):
+            lines.append(f"{k} = {'true' if v else 'false'}")
+        elif isinstance(v, (int, float)):
+            lines.append(f"{k} = {v}")
+        else:
+            lines.append(f"{k} = {json.dumps(str(v))}")
+    for k, v in subs:
+        name = f"{prefix}{k}"
+        lines += ["", f"[{name}]"] + toml_lines(v, name + ".")
+    return lines
+
+
 class Down(Exception):
     """No answer: connection refused or cut (the server was killed)."""
 
@@ -138,6 +198,10 @@ def http(method, url, body=None, headers=None, timeout=10):
         try:
             return e.code, json.loads(raw)
         except ValueError:
+            # Not Tessera's envelope: HAProxy's own 502/503/504 in cluster mode (the instance died
+            # with the request, or none answered). No answer from Tessera, like a cut connection.
+            if e.code in (502, 503, 504):
+                raise Down(f"proxy {e.code}") from e
             return e.code, {"raw": raw.decode(errors="replace")}
     except (urllib.error.URLError, ConnectionError, socket.timeout, TimeoutError, OSError) as e:
         raise Down(str(e)) from e
@@ -150,7 +214,17 @@ class Driver:
         self.rng = random.Random(args.seed)
         self.lock = threading.Lock()
         self.data = tempfile.mkdtemp(prefix="tessera-chaos-")
-        self.port = free_port()
+        self.instances = args.cluster
+        self.env = dict(os.environ)
+        if self.instances:
+            # Front on base, instance i on base+i, stats and Redis after them (scripts/cluster.sh).
+            self.port = free_ports(self.instances + 3)
+            self.run_dir = os.path.join(self.data, "cluster")
+            # The operator CLI here and every instance must share one master key.
+            self.env["TESSERA_MASTER_KEY"] = os.urandom(32).hex()
+            self.instance_kills = [0] * self.instances
+        else:
+            self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.sandbox_port = free_port()
         self.sandbox = f"http://127.0.0.1:{self.sandbox_port}"
@@ -173,25 +247,42 @@ class Driver:
 
     def config_file(self):
         path = os.path.join(self.data, "chaos.toml")
-        lines = [
-            "[security]", "rate_limit_per_account = 0", "rate_limit_per_ip = 0", "auth_failure_limit = 0",
-            "allow_private_endpoints = true",
-            "[payments]", f"hold_seconds = {self.args.hold_seconds}", "verify_interval_seconds = 0.5",
-            "[workers]", "poll_ms = 100", "lease_seconds = 2",
-        ]
-        for p in PROVIDERS:
-            lines += [f"[providers.{p}]", f'base_url = "{self.sandbox}/{p}"', f'secret_key = "sk_test_platform_{p}"']
+        chaos = {
+            "security": {"rate_limit_per_account": 0, "rate_limit_per_ip": 0, "auth_failure_limit": 0,
+                         "allow_private_endpoints": True},
+            "payments": {"hold_seconds": self.args.hold_seconds, "verify_interval_seconds": 0.5},
+            "workers": {"poll_ms": 100, "lease_seconds": 2},
+            "providers": {p: {"base_url": f"{self.sandbox}/{p}", "secret_key": f"sk_test_platform_{p}"}
+                          for p in PROVIDERS},
+        }
+        if self.instances:
+            # The deployment's own file (docs/deployment.md), with the chaos settings on top.
+            with open(DEPLOY_CONFIG, "rb") as f:
+                chaos = merged(tomllib.load(f), chaos)
         with open(path, "w") as f:
-            f.write("\n".join(lines) + "\n")
+            f.write("\n".join(toml_lines(chaos)) + "\n")
         return path
 
     def admin(self, *args):
-        out = subprocess.run([self.bin, "admin", *self.db_args, *args, "--json"], capture_output=True, text=True)
+        out = subprocess.run([self.bin, "admin", *self.db_args, *args, "--json"], capture_output=True, text=True,
+                             env=self.env)
         if out.returncode != 0:
             raise SystemExit(f"admin {args}: {out.stderr}")
         return json.loads(out.stdout)
 
+    def cluster(self, *args):
+        out = subprocess.run(["bash", CLUSTER_SH, *args, "--run-dir", self.run_dir], capture_output=True, text=True,
+                             env=self.env)
+        if out.returncode != 0:
+            raise SystemExit(f"cluster.sh {' '.join(args)}: {out.stderr}")
+
     def start_server(self):
+        if self.instances:
+            self.cluster("start", "--instances", str(self.instances), "--port", str(self.port), "--config", self.cfg,
+                         "--database-url", self.args.database_url, "--bin", self.bin)
+            self.cluster_up = True
+            time.sleep(0.01)
+            return
         log = open(os.path.join(self.data, "server.log"), "ab")
         self.server = subprocess.Popen(
             [self.bin, "serve", *self.db_args, "--config", self.cfg, "--listen", f"127.0.0.1:{self.port}"],
@@ -230,6 +321,8 @@ class Driver:
             raise SystemExit(f"enabling the reseller profile: {status} {v}")
 
     def teardown(self):
+        if getattr(self, "cluster_up", False):
+            subprocess.run(["bash", CLUSTER_SH, "stop", "--run-dir", self.run_dir], capture_output=True, env=self.env)
         for p in (self.server, getattr(self, "sandbox_proc", None)):
             if p and p.poll() is None:
                 p.terminate()
@@ -471,15 +564,48 @@ class Driver:
                 time.sleep(0.1)
 
     def killer(self):
-        for _ in range(self.args.kills):
+        for n in range(self.args.kills):
             time.sleep(self.rng.uniform(0.3, 2.5))
-            self.kill_server()
+            if self.instances:
+                # One instance at a time, in turn; the others keep serving behind HAProxy.
+                i = n % self.instances + 1
+                self.cluster("kill", str(i))
+                self.instance_kills[i - 1] += 1
+            else:
+                self.kill_server()
             self.kills += 1
             time.sleep(self.rng.uniform(0.0, 0.3))
-            self.start_server()
+            if self.instances:
+                self.cluster("start-instance", str(i))
+                time.sleep(0.01)
+            else:
+                self.start_server()
             self.restarts += 1
         time.sleep(1.0)
         self.stop.set()
+
+    def haproxy_counts(self):
+        """Requests per instance as HAProxy's access log tells (so the run shows the load was
+        spread), the 502/503/504 answers (502 is HAProxy's for a request whose instance died with
+        it; Tessera never answers 502), and the requests HAProxy sent again because their first
+        connection failed (the only retry it makes)."""
+        counts = {}
+        try:
+            with open(os.path.join(self.run_dir, "haproxy.log")) as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) > 5 and parts[2] == "tessera_front":
+                        server = parts[3].split("/")[-1]
+                        counts[server] = counts.get(server, 0) + 1
+                        if parts[5] in ("502", "503", "504"):
+                            counts[f"status_{parts[5]}"] = counts.get(f"status_{parts[5]}", 0) + 1
+                        # actconn/feconn/beconn/srv_conn/retries; "+" when sent to another
+                        # instance after its first could not be reached.
+                        if len(parts) > 10 and parts[10].split("/")[-1] not in ("0", ""):
+                            counts["retried"] = counts.get("retried", 0) + 1
+        except OSError:
+            pass
+        return counts
 
     # --- the audit -------------------------------------------------------------------------------
 
@@ -580,13 +706,41 @@ class Driver:
             if not w or w["status"] not in ("completed", "failed"):
                 self.fail(f"withdrawal {wid} not final: {w}")
         checks += self.check_portal()
+        if self.instances:
+            checks += self.check_no_instance_ready()
         out = subprocess.run([self.bin, "admin", *self.db_args, "ledger", "check", "--json"],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, env=self.env)
         checks += 1
         report = json.loads(out.stdout or "null")
         if out.returncode != 0 or not report or report.get("ok") is not True:
             self.fail(f"ledger check: exit {out.returncode}: {out.stdout} {out.stderr}")
         return checks, tickets_total, len(server_payments), len(server_withdrawals)
+
+    def haproxy_command(self, line):
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(os.path.join(self.run_dir, "haproxy.sock"))
+            s.sendall(line.encode() + b"\n")
+            return s.recv(4096).decode()
+
+    def check_no_instance_ready(self):
+        """With no instance ready (every /readyz 503, as when Redis is down, D17.2), HAProxy
+        still hands requests to the live instances (deploy/haproxy.cfg's tessera_live), so
+        Tessera answers instead of HAProxy's bare 503. Simulated by putting every server of the
+        ready backend in maintenance through HAProxy's admin socket."""
+        names = [f"tessera{i}" for i in range(1, self.instances + 1)]
+        try:
+            for n in names:
+                self.haproxy_command(f"set server tessera/{n} state maint")
+            try:
+                status, v = self.signed("GET", V1 + "/campaigns?limit=1")
+            except Down as e:
+                status, v = None, str(e)
+            if status != 200:
+                self.fail(f"no instance ready: a signed read through HAProxy answered {status} {v}")
+        finally:
+            for n in names:
+                self.haproxy_command(f"set server tessera/{n} state ready")
+        return 1
 
     def check_portal(self):
         """Every acknowledged portal change holds, and nothing happened that nobody asked for."""
@@ -636,7 +790,11 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--hold-seconds", type=int, default=60, help="payment hold (orphans end abandoned after it)")
     ap.add_argument("--settle-seconds", type=int, default=150, help="how long the workers get to end everything")
+    ap.add_argument("--cluster", type=int, default=0, metavar="N",
+                    help="N instances behind HAProxy (scripts/cluster.sh) instead of one server; needs --database-url")
     args = ap.parse_args()
+    if args.cluster and not args.database_url:
+        ap.error("--cluster needs --database-url (several instances share one PostgreSQL database)")
     if args.seed is None:
         args.seed = random.randrange(1 << 30)
     d = Driver(args)
@@ -661,9 +819,13 @@ def main():
             "server_payments": payments, "server_withdrawals": withdrawals, "tickets_issued": tickets,
             "invariants_checked": checks, "violations": d.violations,
         }
+        if d.instances:
+            summary["cluster"] = {"instances": d.instances, "kills_per_instance": d.instance_kills,
+                                  "haproxy": d.haproxy_counts()}
         print(json.dumps(summary, sort_keys=True))
         if d.violations:
-            print(f"server log: {d.data}/server.log", file=sys.stderr)
+            where = f"{d.run_dir}/inst*.log, haproxy.log" if d.instances else f"{d.data}/server.log"
+            print(f"server log: {where}", file=sys.stderr)
             sys.exit(1)
     finally:
         d.teardown()
