@@ -145,6 +145,7 @@ async fn maintenance(state: AppState, cancel: CancellationToken) {
         }
         let now = now_ms();
         if now - last_queue_gauge >= 5_000 {
+            crate::telemetry::metrics::upkeep();
             queue_gauges(&state, now).await;
             last_queue_gauge = now;
         }

@@ -97,6 +97,15 @@ pub fn render() -> String {
     }
 }
 
+/// Folds the histograms' recorded samples into their buckets. The exporter keeps every sample
+/// until this runs (rendering `/metrics` also does it), so a server nobody scrapes would grow by
+/// each request's samples: the maintenance loop calls it every few seconds.
+pub fn upkeep() {
+    if let Some(h) = install() {
+        h.run_upkeep();
+    }
+}
+
 /// One answered HTTP request. `route` is the matched route template (`/api/…/{campaignId}`) or
 /// [`UNMATCHED`]; the request-id middleware calls this for every request.
 pub fn http_request(method: &str, route: &str, status: u16, seconds: f64) {
