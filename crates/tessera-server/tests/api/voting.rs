@@ -97,8 +97,7 @@ async fn the_public_nominee_list_shows_active_nominees_of_approved_voting_campai
     assert_eq!(names_in_order(&body["data"]), vec!["Kofi", "Ama"], "newest first: {body}");
     assert_eq!(body["pagination"]["total"], 2);
     let ama = &body["data"][1];
-    let keys: Vec<&str> = ama.as_object().expect("object").keys().map(String::as_str).collect();
-    let mut keys = keys;
+    let mut keys: Vec<&str> = ama.as_object().expect("object").keys().map(String::as_str).collect();
     keys.sort();
     assert_eq!(keys, vec!["campaignId", "code", "description", "id", "imageUrl", "name", "votes"], "{ama}");
     assert_eq!(ama["votes"], 0);
@@ -171,7 +170,13 @@ async fn the_leaderboard_ranks_ties_together_and_hides_hidden_nominees(b: Backen
         .as_array()
         .expect("participants")
         .iter()
-        .map(|l| (l["name"].as_str().unwrap().to_string(), l["votes"].as_i64().unwrap(), l["rank"].as_i64().unwrap()))
+        .map(|l| {
+            (
+                l["name"].as_str().expect("name").to_string(),
+                l["votes"].as_i64().expect("votes"),
+                l["rank"].as_i64().expect("rank"),
+            )
+        })
         .collect();
     let want = [("Ama", 2, 1), ("Kofi", 2, 1), ("Yaw", 1, 3), ("Eli", 0, 4), ("Esi", 0, 4)];
     assert_eq!(lines, want.map(|(n, v, r)| (n.to_string(), v, r)).to_vec(), "{board}");
@@ -189,7 +194,11 @@ async fn the_leaderboard_ranks_ties_together_and_hides_hidden_nominees(b: Backen
     let r = public(&p, &p.account.public, &format!("{PARTICIPANTS}?campaignId={c}")).await;
     let listed = r.json()["data"].clone();
     assert_eq!(listed.as_array().map(Vec::len), Some(4), "{listed}");
-    assert!(listed.as_array().unwrap().iter().all(|n| n["votes"].is_i64() && n["name"] != "Hid" && n["name"] != "Eli"));
+    assert!(listed
+        .as_array()
+        .expect("list")
+        .iter()
+        .all(|n| n["votes"].is_i64() && n["name"] != "Hid" && n["name"] != "Eli"));
 }
 
 async fn the_leaderboard_is_refused_where_it_does_not_exist_or_may_not_be_read(b: Backend) {
