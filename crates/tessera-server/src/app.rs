@@ -93,6 +93,12 @@ impl Application {
         let workers =
             if self.state.config.workers.enabled { crate::workers::spawn(&self.state, &cancel) } else { Vec::new() };
         let app = crate::http::router(self.state.clone());
+        // Open live streams end as the stop begins (the graceful stop waits for every response).
+        let closing = self.state.live.closing();
+        let shutdown = async move {
+            shutdown.await;
+            closing.cancel();
+        };
         let result = crate::http::serve::run(self.listener, app, &self.state.config, shutdown).await;
         cancel.cancel();
         let _ = background.await;

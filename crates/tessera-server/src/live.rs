@@ -23,6 +23,9 @@ const RETRY: Duration = Duration::from_secs(1);
 pub struct Live {
     store: Store,
     stop: CancellationToken,
+    /// Cancelled when the server starts to stop: open streams (the leaderboard's) end then, so
+    /// the graceful stop, which waits for every response to finish, never waits on them.
+    closing: CancellationToken,
     listener: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -40,7 +43,7 @@ impl Live {
                 Some(tokio::spawn(listen(listener, store.clone(), stop.clone())))
             }
         };
-        Ok(Live { store, stop, listener: std::sync::Mutex::new(listener) })
+        Ok(Live { store, stop, closing: CancellationToken::new(), listener: std::sync::Mutex::new(listener) })
     }
 
     /// Every event committed from now on, on any instance serving this database and schema.
@@ -48,8 +51,14 @@ impl Live {
         self.store.live().subscribe()
     }
 
+    /// Cancelled when the server begins its graceful stop; a live stream ends on it.
+    pub fn closing(&self) -> CancellationToken {
+        self.closing.clone()
+    }
+
     /// Stops listening (the server is stopping).
     pub async fn stop(&self) {
+        self.closing.cancel();
         self.stop.cancel();
         let task = self.listener.lock().ok().and_then(|mut l| l.take());
         if let Some(task) = task {

@@ -14,6 +14,7 @@
 //! - [`callbacks`]: a provider's callback verified and stored, later reconciled through
 //!   [`fulfilment`] or [`payouts`].
 //! - [`approvals`]: four-eyes approval requests, their decisions and effects.
+//! - [`leaderboard`]: who may read a voting campaign's standings, and their ranking.
 //! - [`modules`]: the guard of the routes an account turned off (`operations.modules`).
 //! - [`customer_access`]: one-time passcodes and sessions for ticket holders and portal members.
 pub mod approvals;
@@ -21,6 +22,7 @@ pub mod callbacks;
 pub mod checkout;
 pub mod customer_access;
 pub mod fulfilment;
+pub mod leaderboard;
 pub mod modules;
 pub mod payouts;
 pub mod routing;

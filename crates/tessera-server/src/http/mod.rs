@@ -30,12 +30,22 @@ pub const DOMAIN_KEY_PATHS: &[&str] = &[
     "/api/white-label/v1/config",
     "/api/white-label/v1/campaigns",
     "/api/white-label/v1/ticket-types",
+    "/api/white-label/v1/participants",
     "/api/white-label/v1/storefront",
     "/api/white-label/v1/tickets/verify",
 ];
 
 pub fn is_domain_key_path(path: &str) -> bool {
-    DOMAIN_KEY_PATHS.contains(&path)
+    DOMAIN_KEY_PATHS.contains(&path) || is_leaderboard_path(path)
+}
+
+/// `/campaigns/{id}/leaderboard` and `…/leaderboard/stream` (D17.18): domain-key paths with an id.
+fn is_leaderboard_path(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix("/api/white-label/v1/campaigns/") else {
+        return false;
+    };
+    let id = rest.split('/').next().unwrap_or_default();
+    crate::domain::is_uuid(id) && matches!(&rest[id.len()..], "/leaderboard" | "/leaderboard/stream")
 }
 
 #[derive(OpenApi)]
@@ -105,7 +115,6 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(v1::ticket_types::create))
         .routes(routes!(v1::ticket_types::bootstrap))
         .routes(routes!(v1::ticket_types::update))
-        .routes(routes!(v1::participants::create, v1::participants::list))
         .routes(routes!(v1::participants::update))
         .routes(routes!(v1::settings::show))
         .routes(routes!(v1::settings::update))
@@ -127,6 +136,9 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         // Both forms: signed, or domain key
         .routes(routes!(v1::campaigns::list))
         .routes(routes!(v1::tickets::verify))
+        .routes(routes!(v1::participants::create, v1::participants::list))
+        .routes(routes!(v1::leaderboard::show))
+        .routes(routes!(v1::leaderboard::stream))
         // Domain-key
         .routes(routes!(v1::config::show))
         .routes(routes!(v1::ticket_types::list))

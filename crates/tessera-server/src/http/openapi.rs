@@ -154,6 +154,16 @@ error_responses! {
         429 => LIMIT_429,
     }
 
+    /// 401, 403 and 429 of a voting route served in both forms (D17.17, D17.18).
+    VotingAnyKeyErrors = ErrorEnvelope {
+        401 => AUTH_401,
+        403 => "`insufficient_scope`, `account_inactive` or `domain_not_allowed` (D2.3, D2.7–D2.8); \
+                `module_disabled`: the account turned the voting module off in `operations.modules` \
+                (D17.14); `vote_counts_hidden` (leaderboard, domain key): the campaign's \
+                `metadata.showVoteCounts` is not true (D17.18).",
+        429 => LIMIT_429,
+    }
+
     /// 409 of a ticket type change (D17.15).
     QuantityConflict = ErrorEnvelope {
         409 => "`quantity_below_sold`: `quantity_available` would go below the seats already sold or held \

@@ -235,3 +235,153 @@ pub(crate) async fn add_votes(
         .await?;
     Ok(())
 }
+
+/// A nominee as the public sees it (D17.17): active, in an approved voting campaign of the
+/// account, with its campaign's `metadata.showVoteCounts` so the caller knows whether `votes`
+/// may be shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PublicParticipant {
+    pub id: String,
+    pub campaign_id: String,
+    pub name: String,
+    pub code: String,
+    pub description: Option<String>,
+    pub image_url: Option<String>,
+    pub votes: i64,
+    /// The campaign's `metadata.showVoteCounts` is `true` (D12.5).
+    pub show_votes: bool,
+}
+
+/// What the domain-key form of `GET /participants` asks for.
+#[derive(Debug, Default, Clone)]
+pub struct PublicParticipantQuery {
+    /// The `campaignId` filter.
+    pub campaign_id: Option<String>,
+    /// A campaign key sees its own campaign only.
+    pub only_campaign: Option<String>,
+    pub search: Option<String>,
+    /// The `status` filter: anything but `active` finds nothing here.
+    pub status: Option<ParticipantStatus>,
+    pub page: u32,
+    pub limit: u32,
+}
+
+const PUBLIC_COLUMNS: &str =
+    "p.id, p.campaign_id, p.name, p.code, p.description, p.image_url, p.votes, c.metadata AS campaign_metadata";
+
+/// Participants joined to their campaign, restricted to what the public may see: active
+/// nominees (hidden and eliminated ones leave public lists, D17.15) of approved voting campaigns.
+const PUBLIC_FROM: &str =
+    "FROM participants p JOIN campaigns c ON c.id = p.campaign_id AND c.account_id = p.account_id";
+
+fn public_filter(account_id: &str) -> Filter {
+    let mut f = Filter::new();
+    f.and("p.account_id = ?", Arg::Text(account_id.into()));
+    f.and("p.status = ?", Arg::Text(ParticipantStatus::Active.as_str().into()));
+    f.and("c.campaign_type = ?", Arg::Text("voting".into()));
+    f.and("c.status = ?", Arg::Text("approved".into()));
+    f
+}
+
+/// Whether a stored campaign metadata object says `showVoteCounts: true`.
+pub fn shows_vote_counts(metadata: &serde_json::Value) -> bool {
+    metadata.get("showVoteCounts").and_then(serde_json::Value::as_bool) == Some(true)
+}
+
+fn public_from_row(r: &AnyRow) -> StoreResult<PublicParticipant> {
+    let metadata: String = r.try_get("campaign_metadata")?;
+    let metadata: serde_json::Value =
+        serde_json::from_str(&metadata).map_err(|_| StoreError::Corrupt("campaign metadata".into()))?;
+    Ok(PublicParticipant {
+        id: r.try_get("id")?,
+        campaign_id: r.try_get("campaign_id")?,
+        name: r.try_get("name")?,
+        code: r.try_get("code")?,
+        description: r.try_get("description")?,
+        image_url: r.try_get("image_url")?,
+        votes: r.try_get("votes")?,
+        show_votes: shows_vote_counts(&metadata),
+    })
+}
+
+/// A leaderboard line as stored: a nominee that is not hidden (D17.18), with its votes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Standing {
+    pub id: String,
+    pub name: String,
+    pub code: String,
+    pub votes: i64,
+    pub updated_at: i64,
+}
+
+impl Store {
+    /// The public nominees list (D17.17), newest first like the signed list.
+    pub async fn list_public_participants(
+        &self,
+        account_id: &str,
+        q: &PublicParticipantQuery,
+    ) -> StoreResult<(Vec<PublicParticipant>, u64)> {
+        let mut f = public_filter(account_id);
+        for c in [&q.campaign_id, &q.only_campaign].into_iter().flatten() {
+            f.and("p.campaign_id = ?", Arg::Text(c.clone()));
+        }
+        if let Some(s) = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            f.and("p.search_text LIKE ? ESCAPE '\\'", Arg::Text(contains_pattern(&s.to_lowercase())));
+        }
+        if let Some(s) = q.status {
+            f.and("p.status = ?", Arg::Text(s.as_str().into()));
+        }
+        self.page(PUBLIC_COLUMNS, PUBLIC_FROM, "p.created_at DESC, p.id DESC", &f, (q.page, q.limit), public_from_row)
+            .await
+    }
+
+    /// The public nominees of each of `campaign_ids` (the storefront's voting items, D17.17),
+    /// newest first.
+    pub async fn public_participants_of(
+        &self,
+        account_id: &str,
+        campaign_ids: &[String],
+    ) -> StoreResult<Vec<PublicParticipant>> {
+        if campaign_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let f = public_filter(account_id);
+        let n = f.next();
+        let list: Vec<String> = (0..campaign_ids.len()).map(|i| format!("${}", n + i)).collect();
+        let sql = format!(
+            "SELECT {PUBLIC_COLUMNS} {PUBLIC_FROM}{} AND p.campaign_id IN ({}) ORDER BY p.created_at DESC, p.id DESC",
+            f.where_sql(),
+            list.join(", ")
+        );
+        let mut q = f.bind(sqlx::query(&sql));
+        for id in campaign_ids {
+            q = q.bind(id.as_str());
+        }
+        q.fetch_all(self.reader()).await?.iter().map(public_from_row).collect()
+    }
+
+    /// Every nominee of the campaign that is not hidden, with its votes (the leaderboard's
+    /// lines, D17.18; eliminated ones keep the votes they had, so they stay listed).
+    pub async fn standings(&self, account_id: &str, campaign_id: &str) -> StoreResult<Vec<Standing>> {
+        let rows = sqlx::query(
+            "SELECT id, name, code, votes, updated_at FROM participants \
+             WHERE account_id = $1 AND campaign_id = $2 AND status <> $3",
+        )
+        .bind(account_id)
+        .bind(campaign_id)
+        .bind(ParticipantStatus::Hidden.as_str())
+        .fetch_all(self.reader())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(Standing {
+                    id: r.try_get("id")?,
+                    name: r.try_get("name")?,
+                    code: r.try_get("code")?,
+                    votes: r.try_get("votes")?,
+                    updated_at: r.try_get("updated_at")?,
+                })
+            })
+            .collect()
+    }
+}

@@ -243,6 +243,8 @@ fn cases() -> Vec<(&'static str, Case)> {
         case!("POST /api/white-label/v1/campaigns", campaigns_create),
         case!("GET /api/white-label/v1/campaigns/{campaignId}", campaigns_show),
         case!("PATCH /api/white-label/v1/campaigns/{campaignId}", campaigns_update),
+        case!("GET /api/white-label/v1/campaigns/{campaignId}/leaderboard", leaderboard_show),
+        case!("GET /api/white-label/v1/campaigns/{campaignId}/leaderboard/stream", leaderboard_stream),
         case!("GET /api/white-label/v1/config", config),
         case!("GET /api/white-label/v1/context", context),
         case!("GET /api/white-label/v1/ledger", ledger),
@@ -566,6 +568,35 @@ async fn participants_list(c: &Ctx) {
         assert_error(&r, 404, "not_found");
     }
     no_a_data(c, &r, &path);
+    // The domain-key form (D17.17): A's campaign is not B's, from B's domain or A's.
+    for who in [Who::DomainKey, Who::DomainKeyOnADomain] {
+        let r = b_send(c, who, Method::GET, &path, None, None).await;
+        assert!(matches!(r.status, 401 | 403 | 404), "{who:?}: {} {}", r.status, r.json());
+        no_a_data(c, &r, &path);
+    }
+    empty_list(c, Who::DomainKey, &v1("/participants")).await;
+}
+
+/// A's voting campaign's leaderboard (D17.18): 404 to B's signed key, refused to B's browser key.
+async fn leaderboard_show(c: &Ctx) {
+    let path = v1(&format!("/campaigns/{}/leaderboard", c.seed.voting));
+    foreign(c, Who::Signed, Method::GET, &path, None).await;
+    for who in [Who::DomainKey, Who::DomainKeyOnADomain] {
+        let r = b_send(c, who, Method::GET, &path, None, None).await;
+        assert!(matches!(r.status, 401 | 403 | 404), "{who:?}: {} {}", r.status, r.json());
+        no_a_data(c, &r, &path);
+    }
+}
+
+/// The stream is refused before it starts, in the envelope.
+async fn leaderboard_stream(c: &Ctx) {
+    let path = v1(&format!("/campaigns/{}/leaderboard/stream", c.seed.voting));
+    foreign(c, Who::Signed, Method::GET, &path, None).await;
+    for who in [Who::DomainKey, Who::DomainKeyOnADomain] {
+        let r = b_send(c, who, Method::GET, &path, None, None).await;
+        assert!(matches!(r.status, 401 | 403 | 404), "{who:?}: {} {}", r.status, r.json());
+        no_a_data(c, &r, &path);
+    }
 }
 
 async fn participants_create(c: &Ctx) {

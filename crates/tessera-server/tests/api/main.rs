@@ -30,5 +30,6 @@ mod stress_regressions;
 mod submissions;
 mod ticket_types;
 mod tickets;
+mod voting;
 mod webhooks;
 mod withdrawals;

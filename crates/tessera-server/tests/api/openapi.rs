@@ -26,6 +26,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/white-label/v1/ticket-types/bootstrap"),
     ("get", "/api/white-label/v1/participants"),
     ("post", "/api/white-label/v1/participants"),
+    ("get", "/api/white-label/v1/campaigns/{campaignId}/leaderboard"),
+    ("get", "/api/white-label/v1/campaigns/{campaignId}/leaderboard/stream"),
     ("get", "/api/white-label/v1/settings"),
     ("patch", "/api/white-label/v1/settings/{category}"),
     ("get", "/api/white-label/v1/storefront"),

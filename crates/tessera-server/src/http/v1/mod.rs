@@ -2,6 +2,7 @@
 pub mod campaigns;
 pub mod config;
 pub mod context;
+pub mod leaderboard;
 pub mod ledger;
 pub mod my_tickets;
 pub mod notifications;

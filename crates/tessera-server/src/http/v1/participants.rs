@@ -1,10 +1,12 @@
-//! Participant (voting nominee) routes (spec "Participant", D3.7).
+//! Participant (voting nominee) routes (spec "Participant", D3.7), and the public nominees list
+//! (the domain-key form of `GET /participants`, D17.17).
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 use utoipa::openapi::schema::Object;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{audit, campaign_filter, campaign_id};
+use crate::domain::campaigns::{CampaignStatus, CampaignType};
 use crate::domain::check::Check;
 use crate::domain::is_uuid;
 use crate::domain::participants::{parse_new, parse_patch, ParticipantInput, ParticipantPatchInput, ParticipantStatus};
@@ -12,12 +14,12 @@ use crate::domain::time::rfc3339;
 use crate::flows::modules::{self, Module};
 use crate::http::envelope::{ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{scope, ApiJson, ListFilters, ListQuery, Signed};
+use crate::http::extract::{scope, AnyKey, ApiJson, Caller, ListFilters, ListQuery, Page, Scheme, Signed};
 use crate::http::openapi::{
-    string_enum, BodyErrors, Conflict, ModuleSignedErrors, NotFound, QueryErrors, SignedErrors,
+    string_enum, BodyErrors, Conflict, ModuleSignedErrors, NotFound, QueryErrors, SignedErrors, VotingAnyKeyErrors,
 };
 use crate::state::AppState;
-use crate::store::participants::{Participant, ParticipantQuery};
+use crate::store::participants::{Participant, ParticipantQuery, PublicParticipant, PublicParticipantQuery};
 
 /// Body of `POST /participants`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -200,24 +202,96 @@ impl ListFilters for ParticipantFilters {
     }
 }
 
-/// GET /api/white-label/v1/participants — Signed — campaigns:read
+/// A nominee as the public sees it (D17.17): `votes` only when its campaign's
+/// `metadata.showVoteCounts` is true.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicParticipantOut {
+    pub id: String,
+    pub name: String,
+    pub code: String,
+    pub description: Option<String>,
+    pub image_url: Option<String>,
+    pub campaign_id: String,
+    /// Present only when the campaign's `metadata.showVoteCounts` is true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub votes: Option<i64>,
+}
+
+impl From<PublicParticipant> for PublicParticipantOut {
+    fn from(p: PublicParticipant) -> Self {
+        PublicParticipantOut {
+            votes: p.show_votes.then_some(p.votes),
+            id: p.id,
+            name: p.name,
+            code: p.code,
+            description: p.description,
+            image_url: p.image_url,
+            campaign_id: p.campaign_id,
+        }
+    }
+}
+
+/// An item of `GET /participants`: the full nominee (signed) or its public view (domain key).
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum ParticipantItem {
+    Signed(ParticipantOut),
+    Public(PublicParticipantOut),
+}
+
+/// GET /api/white-label/v1/participants — Form 1: Domain-key; Form 2: Signed — campaigns:read
 #[utoipa::path(
     get, path = "/api/white-label/v1/participants", operation_id = "participants_list", tag = "participants",
-    security(("signed" = [])),
+    security(("signed" = []), ("domainKey" = [])),
     params(ListQuery<ParticipantFilters>),
     responses(
-        (status = 200, description = "Participants with their votes, newest first", body = ListEnvelope<ParticipantOut>),
-        SignedErrors, QueryErrors, NotFound,
+        (status = 200, description = "Newest first. Signed: every participant with status and votes. Domain key \
+            (D17.17): active participants of approved voting campaigns only (a campaign key: its campaign), \
+            `{id, name, code, description, imageUrl, campaignId}` plus `votes` when the campaign's \
+            `metadata.showVoteCounts` is true; a `campaignId` the key cannot see is 404", body = ListEnvelope<ParticipantItem>),
+        VotingAnyKeyErrors, QueryErrors, NotFound,
     )
 )]
 pub async fn list(
     State(state): State<AppState>,
-    caller: Signed<scope::CampaignsRead>,
+    caller: AnyKey<scope::CampaignsRead>,
     q: ListQuery<ParticipantFilters>,
-) -> ApiResult<Vec<ParticipantOut>> {
+) -> ApiResult<Vec<ParticipantItem>> {
     let ((campaign_id, search, status), (page, limit)) = (q.filters, q.page.bounds());
+    if caller.scheme == Scheme::DomainKey {
+        let only_campaign = caller.campaign_id.clone();
+        let query = PublicParticipantQuery { campaign_id, only_campaign, search, status, page, limit };
+        return public_list(&state, &caller, query, q.page).await;
+    }
     campaign_filter(&state, &caller.account_id, campaign_id.as_deref()).await?;
     let query = ParticipantQuery { campaign_id, search, status, page, limit };
     let (items, total) = state.store.list_participants(&caller.account_id, &query).await?;
-    Ok(ApiResponse::list(items.into_iter().map(Into::into).collect(), q.page.pagination(total)))
+    let items = items.into_iter().map(|p| ParticipantItem::Signed(p.into())).collect();
+    Ok(ApiResponse::list(items, q.page.pagination(total)))
+}
+
+/// The domain-key form (D17.17): behind the voting module (D17.14); a `campaignId` the key may
+/// not see (another account's, not approved, not a voting one, not the campaign key's) is 404.
+async fn public_list(
+    state: &AppState,
+    caller: &Caller,
+    query: PublicParticipantQuery,
+    page: Page,
+) -> ApiResult<Vec<ParticipantItem>> {
+    modules::require(state, &caller.account_id, Module::Voting).await?;
+    if let Some(c) = query.campaign_id.as_deref() {
+        let seen = state.store.campaign(&caller.account_id, campaign_id(c)?).await.ok();
+        let visible = seen.is_some_and(|c| {
+            c.status == CampaignStatus::Approved
+                && c.campaign_type == CampaignType::Voting
+                && caller.campaign_id.as_ref().is_none_or(|k| *k == c.id)
+        });
+        if !visible {
+            return Err(ApiError::not_found("campaign"));
+        }
+    }
+    let (items, total) = state.store.list_public_participants(&caller.account_id, &query).await?;
+    let items = items.into_iter().map(|p| ParticipantItem::Public(p.into())).collect();
+    Ok(ApiResponse::list(items, page.pagination(total)))
 }

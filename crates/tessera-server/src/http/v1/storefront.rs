@@ -1,11 +1,14 @@
 //! `GET /api/white-label/v1/storefront` (Domain-key; campaigns:read and tickets:read): the
-//! approved campaigns the key may see, each with its active ticket types and what remains.
+//! approved campaigns the key may see, each with its active ticket types and what remains, and
+//! each voting campaign with its public nominees (D12.5, D17.17).
 use axum::extract::State;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::campaigns::CampaignOut;
+use super::participants::PublicParticipantOut;
 use super::ticket_types::TicketTypeOut;
+use crate::domain::campaigns::CampaignType;
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::ApiResult;
 use crate::http::extract::{scope, DomainKey};
@@ -22,6 +25,10 @@ pub struct StorefrontCampaign {
     #[serde(flatten)]
     pub campaign: CampaignOut,
     pub ticket_types: Vec<TicketTypeOut>,
+    /// Voting campaigns only: the active nominees, as the domain-key `GET /participants` shows
+    /// them (`votes` only when `metadata.showVoteCounts` is true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub participants: Option<Vec<PublicParticipantOut>>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -37,7 +44,7 @@ pub struct StorefrontOut {
     get, path = "/api/white-label/v1/storefront", operation_id = "storefront_show", tag = "public",
     security(("domainKey" = [])),
     responses(
-        (status = 200, description = "Approved campaigns with their active ticket types", body = Envelope<StorefrontOut>),
+        (status = 200, description = "Approved campaigns with their active ticket types; voting campaigns also with `participants`, their active nominees (D17.17)", body = Envelope<StorefrontOut>),
         DomainKeyErrors,
     )
 )]
@@ -53,11 +60,16 @@ pub async fn show(State(state): State<AppState>, caller: DomainKey<scope::Storef
     let (campaigns, _) = state.store.list_campaigns(&caller.account_id, &query).await?;
     let ids: Vec<String> = campaigns.iter().map(|c| c.id.clone()).collect();
     let mut types = state.store.active_ticket_types_of(&caller.account_id, &ids).await?;
+    let voting: Vec<String> =
+        campaigns.iter().filter(|c| c.campaign_type == CampaignType::Voting).map(|c| c.id.clone()).collect();
+    let mut nominees = state.store.public_participants_of(&caller.account_id, &voting).await?;
     let campaigns = campaigns
         .into_iter()
         .map(|c| {
             let mine: Vec<TicketTypeOut> = types.extract_if(.., |t| t.campaign_id == c.id).map(Into::into).collect();
-            StorefrontCampaign { campaign: CampaignOut::from(c, false), ticket_types: mine }
+            let participants = (c.campaign_type == CampaignType::Voting)
+                .then(|| nominees.extract_if(.., |p| p.campaign_id == c.id).map(Into::into).collect());
+            StorefrontCampaign { campaign: CampaignOut::from(c, false), ticket_types: mine, participants }
         })
         .collect();
     Ok(ApiResponse::ok(StorefrontOut {

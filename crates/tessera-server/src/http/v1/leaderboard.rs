@@ -1,0 +1,219 @@
+//! The leaderboard of a voting campaign (D17.18, D17.40): `GET /campaigns/:id/leaderboard` and
+//! its server-sent-event stream. Who may read it and the ranking are `flows::leaderboard`'s; the
+//! stream re-reads through the same function after every `votes` live event (D17.5), so a stream
+//! on any instance shows what any instance committed.
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use serde::Serialize;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
+use utoipa::ToSchema;
+
+use super::campaign_id;
+use crate::domain::time::rfc3339;
+use crate::flows::leaderboard::{self, Leaderboard, Viewer};
+use crate::flows::modules::{self, Module};
+use crate::http::envelope::{ApiResponse, Envelope};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{scope, AnyKey, Caller, Scheme};
+use crate::http::openapi::{NotFound, VotingAnyKeyErrors};
+use crate::state::AppState;
+use crate::store::live::LiveKind;
+
+/// At most one event a second after the first (D17.18).
+const MIN_GAP: Duration = Duration::from_secs(1);
+/// A comment line this often keeps an idle stream open through proxies (HAProxy closes one
+/// silent for 60 s, deploy/haproxy.cfg) and the server's own idle timeout.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaderboardLineOut {
+    pub id: String,
+    pub name: String,
+    pub code: String,
+    pub votes: i64,
+    /// Competition rank: tied votes share a rank and the next rank skips (1, 1, 3).
+    pub rank: u32,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({
+    "campaignId": "0190f1d2-8c4b-7cc3-9a41-2f4b8e6d5a10", "totalVotes": 12, "updatedAt": "2026-11-25T18:00:00Z",
+    "participants": [
+        {"id": "0190f1d2-8c4b-7cc3-9a41-2f4b8e6d5a11", "name": "Ama Mensah", "code": "AMA", "votes": 5, "rank": 1},
+        {"id": "0190f1d2-8c4b-7cc3-9a41-2f4b8e6d5a12", "name": "Kofi Boateng", "code": "KOF", "votes": 5, "rank": 1},
+        {"id": "0190f1d2-8c4b-7cc3-9a41-2f4b8e6d5a13", "name": "Yaw Mensah", "code": "YAW", "votes": 2, "rank": 3}
+    ]
+}))]
+pub struct LeaderboardOut {
+    pub campaign_id: String,
+    pub total_votes: i64,
+    /// When a listed nominee last changed (the campaign's own time when none is listed).
+    pub updated_at: String,
+    /// Votes descending, ties by name; hidden nominees are not listed, nominees without votes are.
+    pub participants: Vec<LeaderboardLineOut>,
+}
+
+impl From<Leaderboard> for LeaderboardOut {
+    fn from(b: Leaderboard) -> Self {
+        let participants = b
+            .lines
+            .into_iter()
+            .map(|l| LeaderboardLineOut { id: l.id, name: l.name, code: l.code, votes: l.votes, rank: l.rank })
+            .collect();
+        LeaderboardOut {
+            campaign_id: b.campaign_id,
+            total_votes: b.total_votes,
+            updated_at: rfc3339(b.updated_at),
+            participants,
+        }
+    }
+}
+
+fn viewer(caller: &Caller) -> Viewer<'_> {
+    match caller.scheme {
+        Scheme::Signed => Viewer::Signed,
+        Scheme::DomainKey => Viewer::Public { only_campaign: caller.campaign_id.as_deref() },
+    }
+}
+
+/// The module guard (D17.14) and the first read, shared by both routes.
+async fn first_read(state: &AppState, caller: &Caller, id: &str) -> Result<Leaderboard, ApiError> {
+    modules::require(state, &caller.account_id, Module::Voting).await?;
+    Ok(leaderboard::read(state, &caller.account_id, campaign_id(id)?, viewer(caller)).await?)
+}
+
+/// GET /api/white-label/v1/campaigns/{campaignId}/leaderboard — Signed, or Domain-key when the
+/// campaign's `metadata.showVoteCounts` is true — campaigns:read
+#[utoipa::path(
+    get, path = "/api/white-label/v1/campaigns/{campaignId}/leaderboard", operation_id = "leaderboard_show",
+    tag = "participants",
+    security(("signed" = []), ("domainKey" = [])),
+    params(("campaignId" = String, Path, format = Uuid, description = "A voting campaign of the account")),
+    responses(
+        (status = 200, description = "The standings (D17.18). 404 for another account's campaign, a campaign that \
+            is not a voting one, or (domain key) one that is not approved or not the campaign key's", body = Envelope<LeaderboardOut>),
+        VotingAnyKeyErrors, NotFound,
+    )
+)]
+pub async fn show(
+    State(state): State<AppState>,
+    caller: AnyKey<scope::CampaignsRead>,
+    Path(id): Path<String>,
+) -> ApiResult<LeaderboardOut> {
+    Ok(ApiResponse::ok(first_read(&state, &caller, &id).await?.into()))
+}
+
+/// GET /api/white-label/v1/campaigns/{campaignId}/leaderboard/stream — Domain-key (or Signed) —
+/// campaigns:read
+#[utoipa::path(
+    get, path = "/api/white-label/v1/campaigns/{campaignId}/leaderboard/stream", operation_id = "leaderboard_stream",
+    tag = "participants",
+    security(("domainKey" = []), ("signed" = [])),
+    params(("campaignId" = String, Path, format = Uuid, description = "A voting campaign of the account")),
+    responses(
+        (status = 200, description = "`text/event-stream` (D17.18): `event: leaderboard` with the leaderboard object \
+            (as `GET …/leaderboard` returns in `data`) at once, then after every change to the votes, at most one \
+            a second; a comment line (`: keep-alive`) every 15 s. The stream ends when the server stops or the \
+            campaign stops being readable; clients reconnect (EventSource does so by itself). Refusals are the \
+            JSON envelope, before the stream starts", content_type = "text/event-stream", body = String),
+        VotingAnyKeyErrors, NotFound,
+    )
+)]
+pub async fn stream(
+    State(state): State<AppState>,
+    caller: AnyKey<scope::CampaignsRead>,
+    Path(id): Path<String>,
+) -> Result<Sse<impl Stream<Item = Result<Event, std::convert::Infallible>>>, ApiError> {
+    // Subscribed before the first read, so a change committed in between is not missed.
+    let events = state.live.subscribe();
+    let first = first_read(&state, &caller, &id).await?;
+    let feed = Feed {
+        closing: state.live.closing(),
+        state,
+        account_id: caller.account_id.to_string(),
+        campaign_id: first.campaign_id.clone(),
+        key_campaign: caller.campaign_id.clone(),
+        signed: caller.scheme == Scheme::Signed,
+        events,
+        pending: Some(first),
+        sent_at: None,
+    };
+    let stream = futures_util::stream::unfold(feed, |mut feed| async move {
+        let board = feed.next().await?;
+        Some((Ok(event(board)), feed))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")))
+}
+
+fn event(board: Leaderboard) -> Event {
+    let json = serde_json::to_string(&LeaderboardOut::from(board)).unwrap_or_default();
+    Event::default().event("leaderboard").data(json)
+}
+
+/// One open stream: what it watches and when it last sent.
+struct Feed {
+    state: AppState,
+    closing: tokio_util::sync::CancellationToken,
+    account_id: String,
+    campaign_id: String,
+    key_campaign: Option<String>,
+    signed: bool,
+    events: tokio::sync::broadcast::Receiver<crate::store::live::LiveEvent>,
+    /// The first read, sent before waiting for anything.
+    pending: Option<Leaderboard>,
+    sent_at: Option<Instant>,
+}
+
+impl Feed {
+    /// The next leaderboard to send; `None` ends the stream (the server is stopping, or the
+    /// campaign can no longer be read by this caller).
+    async fn next(&mut self) -> Option<Leaderboard> {
+        if let Some(first) = self.pending.take() {
+            self.sent_at = Some(Instant::now());
+            return Some(first);
+        }
+        self.changed().await?;
+        // At most one a second: changes that arrive meanwhile are folded into this one read.
+        if let Some(at) = self.sent_at {
+            tokio::select! {
+                _ = self.closing.cancelled() => return None,
+                _ = tokio::time::sleep_until(at + MIN_GAP) => {}
+            }
+        }
+        while self.events.try_recv().is_ok() {}
+        let viewer =
+            if self.signed { Viewer::Signed } else { Viewer::Public { only_campaign: self.key_campaign.as_deref() } };
+        let board = leaderboard::read(&self.state, &self.account_id, &self.campaign_id, viewer).await.ok()?;
+        self.sent_at = Some(Instant::now());
+        Some(board)
+    }
+
+    /// Waits for a `votes` event of this campaign (or a lag, after which the store is re-read
+    /// anyway: events are hints).
+    async fn changed(&mut self) -> Option<()> {
+        loop {
+            let received = tokio::select! {
+                _ = self.closing.cancelled() => return None,
+                r = self.events.recv() => r,
+            };
+            match received {
+                Ok(e)
+                    if e.kind == LiveKind::Votes
+                        && e.account_id == self.account_id
+                        && e.campaign_id.as_deref() == Some(self.campaign_id.as_str()) =>
+                {
+                    return Some(())
+                }
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => return Some(()),
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    }
+}
