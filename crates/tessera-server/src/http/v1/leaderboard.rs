@@ -109,6 +109,17 @@ pub async fn show(
     Ok(ApiResponse::ok(first_read(&state, &caller, &id).await?.into()))
 }
 
+/// One event of the leaderboard stream, as an event-stream reader sees it: `event: leaderboard`
+/// and `data`, the leaderboard object as JSON text.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct LeaderboardEvent {
+    /// Always `leaderboard`.
+    event: String,
+    /// The leaderboard object (as `GET …/leaderboard` returns in `data`), as JSON text.
+    data: String,
+}
+
 /// GET /api/white-label/v1/campaigns/{campaignId}/leaderboard/stream — Domain-key (or Signed) —
 /// campaigns:read
 #[utoipa::path(
@@ -121,7 +132,7 @@ pub async fn show(
             (as `GET …/leaderboard` returns in `data`) at once, then after every change to the votes, at most one \
             a second; a comment line (`: keep-alive`) every 15 s. The stream ends when the server stops or the \
             campaign stops being readable; clients reconnect (EventSource does so by itself). Refusals are the \
-            JSON envelope, before the stream starts", content_type = "text/event-stream", body = String),
+            JSON envelope, before the stream starts", content_type = "text/event-stream", body = LeaderboardEvent),
         VotingAnyKeyErrors, NotFound,
     )
 )]

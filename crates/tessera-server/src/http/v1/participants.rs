@@ -204,8 +204,10 @@ impl ListFilters for ParticipantFilters {
 
 /// A nominee as the public sees it (D17.17): `votes` only when its campaign's
 /// `metadata.showVoteCounts` is true.
+/// (`deny_unknown_fields` only for the document: `additionalProperties: false` makes a signed
+/// item, which has `status` and `createdAt`, match exactly one side of `ParticipantItem`'s oneOf.)
 #[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PublicParticipantOut {
     pub id: String,
     pub name: String,
