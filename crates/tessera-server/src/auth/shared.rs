@@ -42,6 +42,15 @@ local function gcra(key, now, emission, burst)
   redis.call('SET', key, string.format('%d', new_tat), 'PX', math.max(1, math.ceil((new_tat - now) / 1000)))
   return {1, math.floor((now - allow_at) / emission), new_tat - now}
 end
+-- The IP limit, then a block of the key and IP pair: a refusal to answer at once, or nil and
+-- the IP limit's figures.
+local function ip_and_block(ip_key, block_key, emission, burst, now)
+  local ip = gcra(ip_key, now, emission, burst)
+  if ip[1] == 0 then return {2, ip[3]}, ip end
+  local blocked = redis.call('PTTL', block_key)
+  if blocked > 0 then return {1, blocked}, ip end
+  return nil, ip
+end
 "#;
 
 /// A verified signed request. KEYS: epoch, ip limit, pair block, signature, nonce, account limit.
@@ -50,10 +59,8 @@ end
 /// the epoch, `{4}` replayed, or `{0, ip remaining, ip reset, account allowed, remaining, µs}`.
 const LUA_SIGNED: &str = r#"
 local now = now_us()
-local ip = gcra(KEYS[2], now, tonumber(ARGV[4]), tonumber(ARGV[5]))
-if ip[1] == 0 then return {2, ip[3]} end
-local blocked = redis.call('PTTL', KEYS[3])
-if blocked > 0 then return {1, blocked} end
+local refused, ip = ip_and_block(KEYS[2], KEYS[3], tonumber(ARGV[4]), tonumber(ARGV[5]), now)
+if refused then return refused end
 local epoch = tonumber(redis.call('GET', KEYS[1]))
 if not epoch then
   epoch = tonumber(ARGV[2])
@@ -70,10 +77,8 @@ return {0, ip[2], ip[3], acct[1], acct[2], acct[3]}
 /// emission, ip burst, account emission, account burst. Answers as [`LUA_SIGNED`] without 3, 4.
 const LUA_ADMITTED: &str = r#"
 local now = now_us()
-local ip = gcra(KEYS[1], now, tonumber(ARGV[1]), tonumber(ARGV[2]))
-if ip[1] == 0 then return {2, ip[3]} end
-local blocked = redis.call('PTTL', KEYS[2])
-if blocked > 0 then return {1, blocked} end
+local refused, ip = ip_and_block(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), now)
+if refused then return refused end
 local acct = gcra(KEYS[3], now, tonumber(ARGV[3]), tonumber(ARGV[4]))
 return {0, ip[2], ip[3], acct[1], acct[2], acct[3]}
 "#;
@@ -438,7 +443,11 @@ impl SharedGuards {
 
     /// Whether Redis answers now (readiness, and the probe that ends a "down" spell).
     pub async fn ping(&self) -> bool {
-        let mut conn = self.connections[0].clone();
+        self.ping_one(&self.connections[0]).await
+    }
+
+    async fn ping_one(&self, conn: &ConnectionManager) -> bool {
+        let mut conn = conn.clone();
         let answer = tokio::time::timeout(self.timeout, redis::cmd("PING").query_async::<String>(&mut conn)).await;
         matches!(answer, Ok(Ok(ref s)) if s == "PONG")
     }
@@ -465,9 +474,7 @@ impl SharedGuards {
     /// Whether every connection answers (a broken one reconnects on its first command).
     async fn ping_all(&self) -> bool {
         for conn in &self.connections {
-            let mut conn = conn.clone();
-            let answer = tokio::time::timeout(self.timeout, redis::cmd("PING").query_async::<String>(&mut conn)).await;
-            if !matches!(answer, Ok(Ok(ref s)) if s == "PONG") {
+            if !self.ping_one(conn).await {
                 return false;
             }
         }
