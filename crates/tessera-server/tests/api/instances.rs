@@ -10,11 +10,10 @@ use serde_json::{json, Value};
 use tessera_client::{Client, Method};
 use tessera_server::app::Application;
 use tessera_server::config::{Config, Overrides, StartRefused};
-use tessera_server::sandbox::{Sandbox, SandboxOptions};
 use tessera_server::store::live::{LiveEvent, LiveKind};
 
 use crate::helpers::{postgres_schema_url, spawn, spawn_second, spawn_with, Backend, TestApp};
-use crate::payments::{drain, participant, running_campaign, sandbox_settle, spawn_paid, INITIALIZE};
+use crate::payments::{drain, participant, running_campaign, sandbox_settle, spawn_paid, start_sandbox, INITIALIZE};
 use crate::tickets::{code_of, issued, VERIFY};
 
 const REDIS: &str = "redis://127.0.0.1:6379";
@@ -147,13 +146,7 @@ async fn a_stopped_server_gives_its_guard_back_to_the_next_one(b: Backend) {
 async fn no_workers_serves_the_api_and_leaves_the_jobs_to_an_instance_with_workers(b: Backend) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = postgres_schema_url(&b).await;
-    let sandbox = Sandbox::start(SandboxOptions {
-        listen: "127.0.0.1:0".parse().expect("addr"),
-        smtp_listen: None,
-        notify_url: None,
-    })
-    .await
-    .expect("sandbox");
+    let sandbox = start_sandbox().await;
     let admin = |args: &[&str]| -> Value {
         let out = tessera(dir.path(), &db).arg("admin").args(args).arg("--json").output().expect("admin");
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
