@@ -104,6 +104,7 @@ fn new_session_id(prefix: &str) -> String {
 }
 
 /// A request body as a gateway sends it.
+#[derive(Clone)]
 enum Wire {
     Form(Vec<(&'static str, String)>),
     Json(Value),
@@ -798,6 +799,68 @@ async fn cancelling_at_the_confirm_screen_records_and_charges_nothing(b: Backend
     }
 }
 
+/// Gateways retry: the confirming request sent twice at once, and once more after, opens ONE
+/// vote and ONE charge; every copy reads the same END.
+async fn a_gateway_repeating_the_confirming_request_opens_one_vote(b: Backend) {
+    let r = rig(b).await;
+    let sim = Sim::of(&r);
+    for gw in Gw::ALL {
+        let via = gw.name();
+        let (msisdn, net) = gw.phone();
+        let mut h = Handset::new(&r, gw, (msisdn, net));
+        h.dial(SERVICE).await.asks(&["nominee code"]);
+        h.send("AMA").await.asks(&["How many votes"]);
+        h.send("2").await.asks(&["GHS 4.00", "1. Confirm"]);
+        let confirm = h.next("1");
+        let (a, b) = tokio::join!(h.exchange(confirm.clone()), h.exchange(confirm.clone()));
+        let again = h.exchange(confirm).await;
+        for s in [&a, &b, &again] {
+            s.ends(&["GHS 4.00", &local(msisdn)]);
+        }
+        assert_eq!(a.text, b.text, "{via}");
+        assert_eq!(a.text, again.text, "{via}");
+        let reference = pending_vote(&r, msisdn, 2).await;
+        drain(&r).await;
+        assert_momo_charge(&sim.charge(&reference).await.expect("charge"), "provider_a", msisdn, net, 400, 1);
+        assert_eq!(sim.charges_of(msisdn).await.len(), 1, "{via}: one charge");
+    }
+}
+
+/// Screens stay within 160 characters whatever the names (255-character nominee and campaign
+/// names, letters beyond ASCII counted as characters).
+async fn long_names_still_fit_every_screen(b: Backend) {
+    let r = rig(b).await;
+    let long = |what: &str| {
+        let mut s = format!("{what} Ɛkuaba Nyamekye Ɔbaapa ");
+        while s.chars().count() < 255 {
+            s.push('Ɛ');
+        }
+        s.chars().take(255).collect::<String>()
+    };
+    let title = long("Campaign");
+    let (s, body) = r
+        .signed(Method::PATCH, &format!("/api/white-label/v1/campaigns/{}", r.campaign), Some(json!({"title": title})))
+        .await;
+    assert_eq!(s, 200, "{body}");
+    // The first screen names the campaign the code serves.
+    set_ussd(&r, json!({"campaignId": r.campaign})).await;
+    nominee(&r, &r.campaign, &long("Nominee"), "LONG", "active").await;
+    nominee(&r, &r.campaign, &long("Gone"), "GONE", "eliminated").await;
+    for gw in Gw::ALL {
+        let (msisdn, _) = gw.phone();
+        let mut h = Handset::new(&r, gw, gw.phone());
+        h.dial(SERVICE).await.asks(&[]);
+        h.send("GONE").await.asks(&[]);
+        h.send(&"Z".repeat(32)).await.asks(&["Unknown code"]);
+        h.send("LONG").await.asks(&["GHS 2.00"]);
+        h.send(&"9".repeat(40)).await.asks(&["Enter a number from 1 to 50"]);
+        h.send("50").await.asks(&["GHS 100.00", "1. Confirm", "2. Cancel"]);
+        h.send("1").await.ends(&["GHS 100.00", &local(msisdn)]);
+        // The pending menu names the nominee too.
+        h.dial(SERVICE).await.asks(&["pending vote"]);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. Re-dial with a pending vote; a restart mid-session
 
@@ -1147,6 +1210,8 @@ on_both!(
     unknown_and_unvotable_codes_are_asked_again_and_the_third_ends_the_session,
     bad_vote_counts_are_asked_again_and_the_third_ends_the_session,
     cancelling_at_the_confirm_screen_records_and_charges_nothing,
+    a_gateway_repeating_the_confirming_request_opens_one_vote,
+    long_names_still_fit_every_screen,
     a_redial_with_a_pending_vote_offers_to_prompt_again_cancel_or_vote_anew,
     a_session_resumes_after_a_server_restart,
     wrong_or_missing_tokens_are_401_and_unknown_gateways_400,
