@@ -861,6 +861,58 @@ async fn long_names_still_fit_every_screen(b: Backend) {
     }
 }
 
+/// Hubtel ends sessions itself (`Release` when the caller hangs up, `Timeout`): the session is
+/// over, and a later input on it confirms nothing.
+async fn a_hubtel_release_or_timeout_ends_the_session_and_confirms_nothing(b: Backend) {
+    let r = rig(b).await;
+    let (msisdn, net) = Gw::Hubtel.phone();
+    for ending in ["Release", "Timeout"] {
+        let mut h = Handset::new(&r, Gw::Hubtel, (msisdn, net));
+        h.dial("*920*44*AMA*3#").await.asks(&["GHS 6.00", "1. Confirm"]);
+        h.sequence += 1;
+        let end = Wire::Json(json!({
+            "Type": ending, "Message": "", "SessionId": h.session, "Mobile": msisdn, "Operator": "vodafone",
+            "Sequence": h.sequence,
+        }));
+        let res = post_ussd(&r.http, &r.base_url, "hubtel", &r.account.slug, Some(TOKEN), end).await;
+        assert_eq!(res.status, 200, "{ending}: {}", String::from_utf8_lossy(&res.body));
+        assert_eq!(res.json()["Type"], "Release", "{ending}: {}", res.json());
+        let late = h.next("1");
+        let res = post_ussd(&r.http, &r.base_url, "hubtel", &r.account.slug, Some(TOKEN), late).await;
+        assert_eq!(res.status, 200, "{ending}: {}", String::from_utf8_lossy(&res.body));
+        assert_eq!(res.json()["Type"], "Release", "{ending}: the session stays over: {}", res.json());
+    }
+    drain(&r).await;
+    assert!(ussd_votes(&r, msisdn).await.is_empty(), "nothing confirmed");
+    assert!(Sim::of(&r).charges_of(msisdn).await.is_empty(), "nothing charged");
+}
+
+/// The webhook of a paid mobile-money charge is lost: the verify poll credits the vote, once.
+async fn a_lost_webhook_is_made_up_by_the_verify_poll(b: Backend) {
+    let r = rig(b).await;
+    let sim = Sim::of(&r);
+    let (msisdn, net) = Gw::Arkesel.phone();
+    let mut h = Handset::new(&r, Gw::Arkesel, (msisdn, net));
+    h.dial("*920*44*AMA*5#").await.asks(&["GHS 10.00"]);
+    h.send("1").await.ends(&["GHS 10.00", &local(msisdn)]);
+    let reference = pending_vote(&r, msisdn, 5).await;
+    drain(&r).await;
+    assert_momo_charge(&sim.charge(&reference).await.expect("charge"), "provider_a", msisdn, net, 1000, 1);
+    sim.faults(json!({"webhookDropPercent": 100})).await;
+    sandbox_settle(&r, &reference, "succeed", json!({})).await;
+    assert_eq!(r.store.webhook_count(&reference).await.expect("count"), 0, "the webhook was dropped");
+    // The verify interval is 1 ms in these tests: the next poll is due at once.
+    std::thread::sleep(Duration::from_millis(5));
+    drain(&r).await;
+    let paid = payment(&r, &reference).await;
+    assert_eq!(paid["status"], "success", "{paid}");
+    assert_eq!(paid["votes"]["count"], 5, "{paid}");
+    std::thread::sleep(Duration::from_millis(5));
+    drain(&r).await;
+    assert_eq!(board_votes(&r).await, 5, "credited once");
+    assert_ledger_clean(&r);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. Re-dial with a pending vote; a restart mid-session
 
@@ -1212,6 +1264,8 @@ on_both!(
     cancelling_at_the_confirm_screen_records_and_charges_nothing,
     a_gateway_repeating_the_confirming_request_opens_one_vote,
     long_names_still_fit_every_screen,
+    a_hubtel_release_or_timeout_ends_the_session_and_confirms_nothing,
+    a_lost_webhook_is_made_up_by_the_verify_poll,
     a_redial_with_a_pending_vote_offers_to_prompt_again_cancel_or_vote_anew,
     a_session_resumes_after_a_server_restart,
     wrong_or_missing_tokens_are_401_and_unknown_gateways_400,
