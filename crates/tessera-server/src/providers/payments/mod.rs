@@ -102,6 +102,22 @@ pub struct ChargeRequest<'a> {
     pub metadata: &'a Value,
 }
 
+/// A mobile-money charge to make (D17.21): the provider sends the approval prompt to `msisdn`.
+/// `reference` is Tessera's transaction reference: a provider refuses a second charge with it.
+#[derive(Debug, Clone)]
+pub struct MobileMoneyCharge<'a> {
+    pub reference: &'a str,
+    /// Pesewas.
+    pub amount: i64,
+    pub currency: &'a str,
+    pub email: &'a str,
+    /// International digits without `+` (`233241234567`).
+    pub msisdn: &'a str,
+    /// `mtn`, `vod` or `atl`.
+    pub network: &'a str,
+    pub metadata: &'a Value,
+}
+
 /// What the provider answers to a new charge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChargeInit {
@@ -219,6 +235,17 @@ pub trait PaymentProvider: Send + Sync {
         creds: &Credentials,
         req: &ChargeRequest<'_>,
     ) -> ProviderResult<ChargeInit>;
+
+    /// Makes a mobile-money charge (D17.21); a reference the provider already has is
+    /// [`ProviderError::Duplicate`].
+    async fn charge_mobile_money(
+        &self,
+        _http: &Outbound,
+        _creds: &Credentials,
+        _req: &MobileMoneyCharge<'_>,
+    ) -> ProviderResult<()> {
+        Err(ProviderError::Rejected("mobile money is not supported by this provider".into()))
+    }
 
     /// Asks for a charge's state by Tessera's reference.
     async fn verify_charge(&self, http: &Outbound, creds: &Credentials, reference: &str)
