@@ -182,6 +182,11 @@ impl SandboxHandle {
         self.shared.charges_for_phone(digits)
     }
 
+    /// A USSD session's record, as `GET /sandbox/ussd/sessions/:id` shows it.
+    pub fn ussd_session(&self, id: &str) -> Option<Value> {
+        ussd::session_record(&self.shared, id)
+    }
+
     /// The faults in force, as `GET /sandbox/faults` shows them.
     pub fn faults(&self) -> Faults {
         self.shared.db().faults

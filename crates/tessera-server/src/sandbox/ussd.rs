@@ -125,6 +125,11 @@ impl Session {
     }
 }
 
+/// A session's record, as `GET /sandbox/ussd/sessions/:id` shows it.
+pub(super) fn session_record(shared: &Shared, id: &str) -> Option<Value> {
+    shared.db().ussd.by_id.get(id).map(|s| s.record(id))
+}
+
 /// The sessions, by the sandbox's session id.
 #[derive(Default)]
 pub(crate) struct Sessions {
@@ -281,8 +286,9 @@ fn upstream(error: impl Into<String>, status: Option<u16>, body: Value) -> Respo
     (StatusCode::BAD_GATEWAY, Json(json!({"error": error.into(), "status": status, "body": body}))).into_response()
 }
 
+/// Lenient about extra fields, as a handset script may carry its own notes.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 struct DialIn {
     gateway: String,
     account: String,
@@ -351,8 +357,8 @@ async fn dial(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
 
 /// `GET /sandbox/ussd/sessions/:id`: the session's gateway, handset, inputs so far and state.
 async fn show(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    match shared.db().ussd.by_id.get(&id) {
-        Some(s) => Json(s.record(&id)).into_response(),
+    match session_record(&shared, &id) {
+        Some(r) => Json(r).into_response(),
         None => gateway_error(StatusCode::NOT_FOUND, "not_found", "no USSD session with this id"),
     }
 }
@@ -557,6 +563,12 @@ mod tests {
         // The last screen ENDed: the session is over.
         let (st, _) = post_json(&format!("{base}/sandbox/ussd/sessions/{id}/reply"), json!({"input": "1"})).await;
         assert_eq!(st, 409);
+        let rec = sb.ussd_session(&id).expect("session");
+        assert_eq!(
+            (rec["ended"].as_bool(), rec["requests"].as_u64(), &rec["gateway"]),
+            (Some(true), Some(3), &json!(gateway))
+        );
+        assert!(rec.get("token").is_none());
         let seen = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
         (answers, seen)
     }
