@@ -134,13 +134,15 @@ async fn take_guard(config: &Config) -> anyhow::Result<InstanceGuard> {
     }
 }
 
-/// Periodic upkeep: refresh the key directory, purge the replay store and idle limiter keys.
+/// Periodic upkeep: refresh the key directory, purge the replay store and idle limiter keys,
+/// forget day-old USSD sessions.
 async fn maintenance(state: AppState, cancel: CancellationToken) {
     let refresh = Duration::from_millis(state.config.security.auth_cache_refresh_ms.max(50));
     let mut tick = tokio::time::interval(refresh);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_purge = now_ms();
     let mut last_queue_gauge = 0;
+    let mut last_session_prune = 0;
     loop {
         tokio::select! {
             _ = cancel.cancelled() => return,
@@ -159,6 +161,13 @@ async fn maintenance(state: AppState, cancel: CancellationToken) {
             state.replay.purge(now);
             state.guards.retain_recent();
             last_purge = now;
+        }
+        // USSD sessions last minutes; a day later nobody repeats their requests.
+        if now - last_session_prune >= 600_000 {
+            if let Err(e) = state.store.prune_ussd_sessions(now - 86_400_000).await {
+                tracing::warn!(error = %e, "pruning old USSD sessions failed");
+            }
+            last_session_prune = now;
         }
     }
 }

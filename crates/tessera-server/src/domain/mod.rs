@@ -54,6 +54,7 @@ pub mod ticket_types;
 pub mod tickets;
 pub mod time;
 pub mod urls;
+pub mod ussd;
 pub mod withdrawals;
 
 /// A rule broken by input, with the field it concerns (becomes a 400 details item).

@@ -55,7 +55,7 @@ pub fn parse_patch(config: Option<Value>) -> Result<Value, DomainError> {
 
 /// Secret-looking keys (D4.3): write-only, encrypted at rest, read back masked.
 pub fn is_secret_key(key: &str) -> bool {
-    matches!(key, "secretKey" | "password" | "apiKey") || key.ends_with("Secret")
+    matches!(key, "secretKey" | "password" | "apiKey" | "callbackToken") || key.ends_with("Secret")
 }
 
 /// A stored secret as the API shows it: `"••••" + last 4`.
@@ -589,6 +589,30 @@ pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
             if let Some(n) = o.get("rateLimitPerMinute") {
                 if !n.as_u64().is_some_and(|n| (1..=1_000_000).contains(&n)) {
                     v.fail("rateLimitPerMinute", "must be a whole number from 1 to 1000000 (requests per minute; it can only tighten the platform limit)");
+                }
+            }
+        }
+        "ussd" => {
+            // D17.19, D17.40.
+            v.bool(o, "enabled", "");
+            if let Some(token) = o.get("callbackToken").and_then(Value::as_str) {
+                if !(16..=256).contains(&token.chars().count()) {
+                    v.fail("callbackToken", "must be 16 to 256 characters (a secret the gateway sends as ?token=)");
+                }
+            }
+            if let Some(code) = v.string(o, "serviceCode", "", 32) {
+                let body = code.strip_prefix('*').and_then(|c| c.strip_suffix('#'));
+                let ok =
+                    body.is_some_and(|b| b.split('*').all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit())));
+                if !ok {
+                    v.fail("serviceCode", "must be a USSD code such as *920*44#");
+                }
+            }
+            v.string(o, "campaignId", "", 64);
+            v.one_of(o, "provider", "", &PROVIDERS);
+            if let Some(n) = o.get("maxVotes") {
+                if !n.as_i64().is_some_and(|n| (1..=1_000_000).contains(&n)) {
+                    v.fail("maxVotes", "must be a whole number from 1 to 1000000");
                 }
             }
         }

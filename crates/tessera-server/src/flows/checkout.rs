@@ -25,7 +25,7 @@ use crate::store::jobs::{self, queue};
 use crate::store::payments::{self, NewTransaction};
 use crate::store::ticket_types::inventory::{self, Take};
 use crate::store::tickets::Ticket;
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreTx};
 
 use super::fulfilment::{fulfil, Purchase};
 use super::modules::{self, Module};
@@ -157,7 +157,23 @@ fn sold_out() -> StoreError {
 }
 
 /// Initializes a payment for the account (see the module docs).
-pub async fn initialize(state: &AppState, account: &str, mut order: Order) -> FlowResult<Initialized> {
+pub async fn initialize(state: &AppState, account: &str, order: Order) -> FlowResult<Initialized> {
+    let channel = order.channel;
+    let (t, settings) = prepare(state, account, order).await?;
+    let now = now_ms();
+    if t.amount == 0 {
+        return complete_free(state, t, now).await;
+    }
+    charge(state, t, &routes(state, account, &settings, channel), now).await
+}
+
+/// An order checked and priced against the catalogue, its fee quoted, as the transaction it
+/// would open (no provider yet), with the account's payments settings it was quoted under.
+pub(crate) async fn prepare(
+    state: &AppState,
+    account: &str,
+    mut order: Order,
+) -> FlowResult<(NewTransaction, crate::domain::settings::PaymentsSettings)> {
     let module = match order.kind {
         TransactionType::Ticket => Module::Ticketing,
         TransactionType::Vote => Module::Voting,
@@ -195,10 +211,7 @@ pub async fn initialize(state: &AppState, account: &str, mut order: Order) -> Fl
         attendees: order.attendees,
         hold_expires_at: now + hold_ms,
     };
-    if quote.amount == 0 {
-        return complete_free(state, t, now).await;
-    }
-    charge(state, t, &routes(state, account, &settings, order.channel), now).await
+    Ok((t, settings))
 }
 
 /// A purchase that costs nothing (D16.6): success at once, no provider, seats sold and
@@ -293,16 +306,23 @@ async fn charge(
 /// transaction. Sold out → 409, nothing written.
 async fn open(state: &AppState, t: &NewTransaction, first_poll_at: i64, now: i64) -> FlowResult<()> {
     let mut tx = state.store.begin().await?;
+    open_in(&mut tx, t, first_poll_at, now).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// [`open`] in the caller's transaction, for a flow that writes more with it (a USSD vote's
+/// charge job and session).
+pub(crate) async fn open_in(tx: &mut StoreTx, t: &NewTransaction, first_poll_at: i64, now: i64) -> FlowResult<()> {
     let mut reserved = 0;
     if let (TransactionType::Ticket, Some(tt)) = (t.transaction_type, &t.ticket_type_id) {
-        if !inventory::take(&mut tx, &t.account_id, tt, t.quantity, Take::Hold, now).await? {
+        if !inventory::take(tx, &t.account_id, tt, t.quantity, Take::Hold, now).await? {
             return Err(sold_out().into());
         }
         reserved = t.quantity;
     }
-    payments::insert(&mut tx, t, TxStatus::Pending, reserved, false, now).await?;
-    jobs::enqueue(&mut tx, queue::CHARGE, &t.reference, first_poll_at, now).await?;
-    tx.commit().await?;
+    payments::insert(tx, t, TxStatus::Pending, reserved, false, now).await?;
+    jobs::enqueue(tx, queue::CHARGE, &t.reference, first_poll_at, now).await?;
     Ok(())
 }
 

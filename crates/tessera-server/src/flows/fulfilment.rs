@@ -197,23 +197,28 @@ pub async fn settle(state: &AppState, reference: &str, now: i64) -> StoreResult<
 /// seats back. Its polling job ends either way. Returns whether anything changed.
 pub async fn release(state: &AppState, reference: &str, to: TxStatus, now: i64) -> StoreResult<bool> {
     let mut tx = state.store.begin().await?;
-    let Some(t) = payments::read_in(&mut tx, reference).await? else {
+    let changed = release_in(&mut tx, reference, to, now).await?;
+    tx.commit().await?;
+    Ok(changed)
+}
+
+/// [`release`] in the caller's transaction (a USSD caller cancelling a pending vote).
+pub(crate) async fn release_in(tx: &mut StoreTx, reference: &str, to: TxStatus, now: i64) -> StoreResult<bool> {
+    let Some(t) = payments::read_in(tx, reference).await? else {
         return Ok(false);
     };
     if t.status != TxStatus::Pending || t.credited {
-        jobs::finish(&mut tx, queue::CHARGE, reference).await?;
-        tx.commit().await?;
+        jobs::finish(tx, queue::CHARGE, reference).await?;
         return Ok(false);
     }
     let next = if t.mismatch { TxStatus::Pending } else { to };
-    if !payments::release(&mut tx, reference, next, t.reserved, now).await? {
+    if !payments::release(tx, reference, next, t.reserved, now).await? {
         return Ok(false);
     }
     if let (Some(tt), true) = (t.ticket_type_id.as_deref(), t.reserved > 0) {
-        inventory::release(&mut tx, tt, t.reserved, now).await?;
+        inventory::release(tx, tt, t.reserved, now).await?;
     }
-    jobs::finish(&mut tx, queue::CHARGE, reference).await?;
-    tx.commit().await?;
+    jobs::finish(tx, queue::CHARGE, reference).await?;
     Ok(true)
 }
 

@@ -17,6 +17,8 @@
 //! - [`leaderboard`]: who may read a voting campaign's standings, and their ranking.
 //! - [`modules`]: the guard of the routes an account turned off (`operations.modules`).
 //! - [`customer_access`]: one-time passcodes and sessions for ticket holders and portal members.
+//! - [`ussd`]: votes by dial: a gateway request moves the caller's stored session one screen; the
+//!   mobile-money charge a confirmed vote leads to.
 pub mod approvals;
 pub mod callbacks;
 pub mod checkout;
@@ -26,6 +28,7 @@ pub mod leaderboard;
 pub mod modules;
 pub mod payouts;
 pub mod routing;
+pub mod ussd;
 
 use crate::domain::DomainError;
 use crate::store::StoreError;

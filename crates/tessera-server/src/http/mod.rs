@@ -8,6 +8,7 @@ pub mod middleware;
 pub mod openapi;
 pub mod portal;
 pub mod serve;
+pub mod ussd;
 pub mod v1;
 pub mod webhooks;
 
@@ -173,11 +174,17 @@ fn webhook_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(webhooks::receive))
 }
 
+/// USSD gateways: the account's callback token in the query, no key (D17.19).
+fn ussd_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(ussd::receive))
+}
+
 /// The OpenAPI 3.1 document of every route.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let (_, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(v1_routes())
         .merge(webhook_routes())
+        .merge(ussd_routes())
         .merge(portal_sign_in_routes())
         .merge(portal_session_routes())
         .merge(open_routes())
@@ -204,6 +211,7 @@ pub fn router(state: AppState) -> Router {
     let (open, _) = open_routes().split_for_parts();
     crate::telemetry::metrics::install();
     let (webhooks, _) = webhook_routes().split_for_parts();
+    let (ussd, _) = ussd_routes().split_for_parts();
     let (portal_session, _) = portal_session_routes().split_for_parts();
     let portal_session =
         portal_session.route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::session::layer));
@@ -215,6 +223,7 @@ pub fn router(state: AppState) -> Router {
     let router = Router::new()
         .merge(v1)
         .merge(webhooks)
+        .merge(ussd)
         .merge(portal)
         .merge(open)
         .route("/api/white-label/v1/openapi.json", axum::routing::get(openapi_json));

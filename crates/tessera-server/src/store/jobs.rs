@@ -18,8 +18,11 @@ pub mod queue {
     pub const PAYOUT: &str = "payout";
     /// Queued notifications (subject: notification id).
     pub const NOTIFICATION: &str = "notification";
+    /// Mobile-money charges of USSD votes to make at the provider (subject: transaction
+    /// reference, D17.21).
+    pub const MOMO: &str = "momo_charge";
     /// Every queue, for metrics.
-    pub const ALL: [&str; 4] = [WEBHOOK, CHARGE, PAYOUT, NOTIFICATION];
+    pub const ALL: [&str; 5] = [WEBHOOK, CHARGE, PAYOUT, NOTIFICATION, MOMO];
 }
 
 #[derive(Debug, Clone)]

@@ -29,6 +29,7 @@ pub mod sqlite_read;
 pub mod submissions;
 pub mod ticket_types;
 pub mod tickets;
+pub mod ussd;
 pub mod webhooks;
 pub mod withdrawals;
 
@@ -174,6 +175,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (7, "list_order", include_str!("../../migrations/0007_list_order.sql")),
     (8, "attendee_answers", include_str!("../../migrations/0008_attendee_answers.sql")),
     (9, "email_case", include_str!("../../migrations/0009_email_case.sql")),
+    (10, "ussd", include_str!("../../migrations/0010_ussd.sql")),
 ];
 
 impl Store {

@@ -218,6 +218,19 @@ impl Store {
             .ok_or(StoreError::NotFound("participant"))?;
         from_row(&row)
     }
+
+    /// The account's nominees with this short code (D17.20), oldest campaign first: a code is
+    /// unique within a campaign, not across them.
+    pub async fn participants_by_code(&self, account_id: &str, code: &str) -> StoreResult<Vec<Participant>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM participants WHERE account_id = $1 AND code = $2 ORDER BY created_at, id"
+        ))
+        .bind(account_id)
+        .bind(code)
+        .fetch_all(self.reader())
+        .await?;
+        rows.iter().map(from_row).collect()
+    }
 }
 
 /// Adds `n` paid votes to a participant, in the caller's transaction.

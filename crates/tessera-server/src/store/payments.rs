@@ -315,6 +315,28 @@ impl Store {
         from_row(&row)
     }
 
+    /// The newest pending USSD vote of a phone in the account made since `since` (D17.22): what a
+    /// re-dial offers to prompt again or cancel.
+    pub async fn pending_ussd_vote(
+        &self,
+        account_id: &str,
+        msisdn: &str,
+        since: i64,
+    ) -> StoreResult<Option<Transaction>> {
+        sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM transactions WHERE account_id = $1 AND phone = $2 AND created_at >= $3 \
+             AND channel = 'ussd' AND status = 'pending' AND credited = 0 ORDER BY created_at DESC LIMIT 1"
+        ))
+        .bind(account_id)
+        .bind(msisdn)
+        .bind(since)
+        .fetch_optional(self.reader())
+        .await?
+        .as_ref()
+        .map(from_row)
+        .transpose()
+    }
+
     /// A transaction by reference alone, for workers and provider callbacks (no tenant yet).
     pub async fn transaction_by_reference(&self, reference: &str) -> StoreResult<Option<Transaction>> {
         sqlx::query(&format!("SELECT {COLUMNS} FROM transactions WHERE reference = $1"))
