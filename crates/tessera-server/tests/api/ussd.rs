@@ -696,6 +696,37 @@ async fn inputs_given_with_the_dial_jump_to_the_confirm_screen_on_every_gateway(
     assert_momo_charge(&charge, "provider_a", msisdn, "vod", 1000, 1);
 }
 
+/// A number ported away from the network its prefix says (024 is MTN's): each gateway's own
+/// network field decides, read case-insensitively, and the charge goes to that network.
+async fn the_gateways_network_field_decides_over_the_numbers_prefix(b: Backend) {
+    let r = rig(b).await;
+    let sim = Sim::of(&r);
+    let cases = [
+        (Gw::AfricasTalking, "233245550001", "62002".to_string(), "vod"),
+        (Gw::AfricasTalking, "233245550002", "62006".to_string(), "atl"),
+        (Gw::Hubtel, "233245550003", "vodafone".to_string(), "vod"),
+        (Gw::Hubtel, "233245550004", "AirtelTigo".to_string(), "atl"),
+        (Gw::Nalo, "233245550005", "VODAFONE".to_string(), "vod"),
+        (Gw::Nalo, "233245550006", "AIRTELTIGO".to_string(), "atl"),
+        (Gw::Arkesel, "233245550007", "Vodafone".to_string(), "vod"),
+        (Gw::Arkesel, "233245550008", "AIRTELTIGO".to_string(), "atl"),
+    ];
+    let mut references = Vec::new();
+    for (gw, msisdn, field, _) in &cases {
+        let mut h = Handset::new(&r, *gw, (msisdn, "mtn"));
+        h.network = field.clone();
+        h.dial("*920*44*AMA*1#").await.asks(&["GHS 2.00", "1. Confirm"]);
+        h.send("1").await.ends(&["GHS 2.00", &local(msisdn)]);
+        references.push(pending_vote(&r, msisdn, 1).await);
+    }
+    drain(&r).await;
+    for ((gw, msisdn, field, net), reference) in cases.iter().zip(&references) {
+        let charge = sim.charge(reference).await.expect("charge");
+        assert_eq!(charge["network"], *net, "{} sent {field} for {msisdn}: {charge}", gw.name());
+        assert_momo_charge(&charge, "provider_a", msisdn, net, 200, 1);
+    }
+}
+
 async fn the_sandbox_handset_votes_through_every_gateway(b: Backend) {
     let r = rig(b).await;
     let sim = Sim::of(&r);
@@ -1258,6 +1289,7 @@ on_both!(
     a_vote_through_nalo_is_credited_once_when_the_webhook_comes_twice,
     a_vote_through_arkesel_is_charged_through_the_default_provider_and_credited_once,
     inputs_given_with_the_dial_jump_to_the_confirm_screen_on_every_gateway,
+    the_gateways_network_field_decides_over_the_numbers_prefix,
     the_sandbox_handset_votes_through_every_gateway,
     unknown_and_unvotable_codes_are_asked_again_and_the_third_ends_the_session,
     bad_vote_counts_are_asked_again_and_the_third_ends_the_session,
