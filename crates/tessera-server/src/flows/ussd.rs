@@ -239,7 +239,7 @@ struct Turn<'a> {
 
 /// What a typed code finds.
 enum Found {
-    Votable(Participant, Campaign),
+    Votable(Box<(Participant, Campaign)>),
     NotVotable(String),
     Closed(String),
     Unknown,
@@ -338,7 +338,7 @@ impl Turn<'_> {
             }
             let running = now >= c.start_date && now <= c.end_date;
             match (running, p.status == ParticipantStatus::Active) {
-                (true, true) => return Ok(Found::Votable(p, c)),
+                (true, true) => return Ok(Found::Votable(Box::new((p, c)))),
                 (true, false) => best = Found::NotVotable(p.name),
                 (false, _) if matches!(best, Found::Unknown) => best = Found::Closed(p.name),
                 _ => {}
@@ -387,7 +387,8 @@ impl Turn<'_> {
             Step::AskCode { tries } => {
                 let found = if ussd::is_plain(input) { self.find(input).await? } else { Found::Unknown };
                 let retry = match found {
-                    Found::Votable(p, c) => {
+                    Found::Votable(found) => {
+                        let (p, c) = *found;
                         let n = Nominee { name: p.name, campaign: c.title, vote_price: c.vote_price.unwrap_or(0) };
                         s.screen = screen::ask_count(&n, self.settings.max_votes);
                         s.step = Step::AskCount { participant_id: p.id, tries: 0 };
