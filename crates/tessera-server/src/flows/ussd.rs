@@ -165,13 +165,13 @@ pub async fn handle(
             return turn.finish(s, Some(read_at), now).await;
         }
         (RequestKind::Abort, None) => return Ok(Reply::end(String::new())),
-        (_, Some(s)) if s.ended => return Ok(Reply::end(s.screen)),
         // Nalo keys sessions by the phone: a new dial is a new session over the old one.
         (RequestKind::Start { dial }, Some(s)) if gateway == Gateway::Nalo => {
             let read_at = s.updated_at;
             let (fresh, inputs) = turn.open(gateway, dial.as_deref(), &[], now).await?;
             (fresh, Some(read_at), inputs)
         }
+        (_, Some(s)) if s.ended => return Ok(Reply::end(s.screen)),
         (RequestKind::Start { dial }, None) => {
             let (fresh, inputs) = turn.open(gateway, dial.as_deref(), &[], now).await?;
             (fresh, None, inputs)

@@ -33,6 +33,7 @@ pub struct Read {
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TokenQuery {
     /// The account's `ussd.callbackToken`.
     token: Option<String>,
