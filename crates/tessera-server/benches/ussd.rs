@@ -164,6 +164,16 @@ impl Rng {
     }
 }
 
+/// The faults the voters meet, as the second table names them.
+const FAULTS: [&str; 6] = [
+    "dialled through",
+    "wrong code first",
+    "lost reply, re-dialled",
+    "lost confirmation, sent again",
+    "re-dialled after confirming, sent again",
+    "cancelled at confirm",
+];
+
 /// What one voter does besides voting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fault {
@@ -231,7 +241,8 @@ struct Tally {
     confirmed: Mutex<HashMap<String, Vec<(i64, u64)>>>,
     /// reference → (approved, votes, msisdn), as the handset settled it.
     settled: Mutex<HashMap<String, (bool, u64, String)>>,
-    done: AtomicUsize,
+    /// How many voters met each fault ([`FAULTS`]).
+    exercised: [AtomicUsize; 6],
 }
 
 impl Tally {
@@ -243,8 +254,12 @@ impl Tally {
             errors: Mutex::new(Vec::new()),
             confirmed: Mutex::new(HashMap::new()),
             settled: Mutex::new(HashMap::new()),
-            done: AtomicUsize::new(0),
+            exercised: Default::default(),
         })
+    }
+
+    fn count(&self, fault: usize) {
+        self.exercised[fault].fetch_add(1, Ordering::Relaxed);
     }
 
     fn error(&self, e: String) {
@@ -395,24 +410,42 @@ async fn prompt_again(h: &Handset, p: &Plan) -> Result<(), String> {
 
 /// One voter: its session(s); returns the total and votes it confirmed, if it did.
 async fn voter(h: &Handset, p: &Plan) -> Result<Option<(i64, u64)>, String> {
+    if p.dial_through {
+        h.tally.count(0);
+    }
+    if p.wrong_code_first {
+        h.tally.count(1);
+    }
     let lose = match p.fault {
         Fault::LostReply(n) => Some(n),
         _ => None,
     };
     match session(h, p, lose).await? {
-        Outcome::Cancelled => Ok(None),
+        Outcome::Cancelled => {
+            h.tally.count(5);
+            Ok(None)
+        }
         Outcome::Confirmed(total) => {
             if p.fault == Fault::RedialAfterConfirm {
+                // The voter saw no prompt yet and dials again once the charge is made, so "send
+                // again" makes a second charge call for the same reference.
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while charges_of(&h.http, &h.sandbox, &p.msisdn).await?.is_empty() && Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
                 prompt_again(h, p).await?;
+                h.tally.count(4);
             }
             Ok(Some((total, p.votes)))
         }
         // The confirmation was sent and its answer lost: the vote stands and is pending.
         Outcome::Lost(Some(total)) => {
             prompt_again(h, p).await?;
+            h.tally.count(3);
             Ok(Some((total, p.votes)))
         }
         Outcome::Lost(None) => {
+            h.tally.count(2);
             let again = Plan { msisdn: p.msisdn.clone(), code: p.code.clone(), fault: Fault::None, ..*p };
             match session(h, &again, None).await? {
                 Outcome::Confirmed(total) => Ok(Some((total, p.votes))),
@@ -529,7 +562,8 @@ async fn setup(client: &Client, seed: u64) -> Result<(String, String), String> {
         }
     }
     let mut r = Rng::new(seed, 99, now as usize);
-    let token: String = (0..24).map(|_| char::from(b"abcdefghijkmnpqrstuvwxyz23456789"[r.below(32) as usize])).collect();
+    let token: String =
+        (0..24).map(|_| char::from(b"abcdefghijkmnpqrstuvwxyz23456789"[r.below(32) as usize])).collect();
     let body = json!({"config": {"enabled": true, "callbackToken": token, "serviceCode": SERVICE_CODE,
         "maxVotes": MAX_VOTES, "campaignId": campaign}});
     let (s, b) = call(client, Method::PATCH, "/api/white-label/v1/settings/ussd", body).await;
@@ -584,6 +618,7 @@ struct Row {
     p99: f64,
     max: f64,
     requests: u64,
+    exercised: Vec<usize>,
     violations: Vec<String>,
 }
 
@@ -651,7 +686,6 @@ async fn run_gateway(
                     Ok(None) => {}
                     Err(e) => h.tally.error(format!("{} voter {i} ({}): {e}", h.gateway, p.msisdn)),
                 }
-                h.tally.done.fetch_add(1, Ordering::Relaxed);
             }
         }));
     }
@@ -775,6 +809,7 @@ async fn run_gateway(
         p99: ms(0.99),
         max: h.max() as f64 / 1000.0,
         requests: h.len(),
+        exercised: tally.exercised.iter().map(|n| n.load(Ordering::Relaxed)).collect(),
         violations,
     })
 }
@@ -838,6 +873,12 @@ fn main() -> ExitCode {
                 r.p99,
                 r.max
             );
+        }
+        println!("\n| gateway | {} |", FAULTS.join(" | "));
+        println!("|---|{}", "---|".repeat(FAULTS.len()));
+        for r in &rows {
+            let n: Vec<String> = r.exercised.iter().map(usize::to_string).collect();
+            println!("| {} | {} |", r.gateway, n.join(" | "));
         }
         for r in &rows {
             if r.p99 >= o.p99_limit_ms {
