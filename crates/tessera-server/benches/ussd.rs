@@ -27,7 +27,8 @@
 //!    type a wrong code first. While the middle `--slow-percent` of a gateway's voters run, the
 //!    sandbox answers every charge call `--slow-charge-ms` late.
 //! 3. The handset: once a voter is done, its charge is looked up at the sandbox
-//!    (`GET /sandbox/charges?phone=`) and approved (`/succeed`, ~90 %) or refused (`/fail`).
+//!    (`GET /sandbox/charges?phone=`) and, `--approve-after-ms` (1000) later, approved
+//!    (`/succeed`, ~90 %) or refused (`/fail`).
 //! 4. Every settled charge is waited for in Tessera (`GET /payments/:reference`, success or
 //!    failed; a dropped webhook leaves it to the verify poll), up to `--settle-timeout-secs`.
 //!
@@ -69,6 +70,7 @@ struct Options {
     slow_percent: usize,
     settle_timeout: Duration,
     p99_limit_ms: f64,
+    approve_after: Duration,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -87,6 +89,7 @@ fn parse_args() -> Result<Options, String> {
         slow_percent: 20,
         settle_timeout: Duration::from_secs(180),
         p99_limit_ms: 500.0,
+        approve_after: Duration::from_millis(1000),
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -105,6 +108,7 @@ fn parse_args() -> Result<Options, String> {
             "--slow-percent",
             "--settle-timeout-secs",
             "--p99-limit-ms",
+            "--approve-after-ms",
         ];
         if !known.contains(&flag.as_str()) {
             continue; // `--bench` from cargo
@@ -126,6 +130,7 @@ fn parse_args() -> Result<Options, String> {
             "--slow-charge-ms" => o.slow_charge_ms = n(&v)?,
             "--slow-percent" => o.slow_percent = n(&v)?.min(100) as usize,
             "--p99-limit-ms" => o.p99_limit_ms = n(&v)? as f64,
+            "--approve-after-ms" => o.approve_after = Duration::from_millis(n(&v)?),
             _ => o.settle_timeout = Duration::from_secs(n(&v)?.max(1)),
         }
     }
@@ -243,6 +248,8 @@ struct Tally {
     settled: Mutex<HashMap<String, (bool, u64, String)>>,
     /// How many voters met each fault ([`FAULTS`]).
     exercised: [AtomicUsize; 6],
+    /// The numbers that asked for the prompt again.
+    resent: Mutex<Vec<String>>,
 }
 
 impl Tally {
@@ -255,11 +262,18 @@ impl Tally {
             confirmed: Mutex::new(HashMap::new()),
             settled: Mutex::new(HashMap::new()),
             exercised: Default::default(),
+            resent: Mutex::new(Vec::new()),
         })
     }
 
     fn count(&self, fault: usize) {
         self.exercised[fault].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn resent(&self, msisdn: &str) {
+        if let Ok(mut v) = self.resent.lock() {
+            v.push(msisdn.to_string());
+        }
     }
 
     fn error(&self, e: String) {
@@ -435,6 +449,7 @@ async fn voter(h: &Handset, p: &Plan) -> Result<Option<(i64, u64)>, String> {
                 }
                 prompt_again(h, p).await?;
                 h.tally.count(4);
+                h.tally.resent(&p.msisdn);
             }
             Ok(Some((total, p.votes)))
         }
@@ -442,6 +457,7 @@ async fn voter(h: &Handset, p: &Plan) -> Result<Option<(i64, u64)>, String> {
         Outcome::Lost(Some(total)) => {
             prompt_again(h, p).await?;
             h.tally.count(3);
+            h.tally.resent(&p.msisdn);
             Ok(Some((total, p.votes)))
         }
         Outcome::Lost(None) => {
@@ -475,7 +491,7 @@ async fn charges_of(http: &reqwest::Client, sandbox: &str, msisdn: &str) -> Resu
 }
 
 /// The handset approves (or refuses) the prompt once the worker has made the charge.
-async fn approve(http: reqwest::Client, sandbox: String, tally: Arc<Tally>, p: Plan, votes: u64) {
+async fn approve(http: reqwest::Client, sandbox: String, tally: Arc<Tally>, p: Plan, votes: u64, after: Duration) {
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut pause = Duration::from_millis(20);
     let reference = loop {
@@ -493,6 +509,8 @@ async fn approve(http: reqwest::Client, sandbox: String, tally: Arc<Tally>, p: P
         tokio::time::sleep(pause).await;
         pause = (pause * 3 / 2).min(Duration::from_secs(1));
     };
+    // A person reads the prompt before answering it.
+    tokio::time::sleep(after).await;
     let action = if p.approve { "succeed" } else { "fail" };
     let url = format!("{sandbox}/sandbox/charges/{reference}/{action}");
     match http.post(&url).json(&json!({})).send().await {
@@ -619,6 +637,8 @@ struct Row {
     max: f64,
     requests: u64,
     exercised: Vec<usize>,
+    resent: usize,
+    second_calls: usize,
     violations: Vec<String>,
 }
 
@@ -678,7 +698,14 @@ async fn run_gateway(
                         if let Ok(mut c) = h.tally.confirmed.lock() {
                             c.entry(p.msisdn.clone()).or_default().push((total, votes));
                         }
-                        let t = tokio::spawn(approve(http.clone(), o.sandbox_url.clone(), h.tally.clone(), p, votes));
+                        let t = tokio::spawn(approve(
+                            http.clone(),
+                            o.sandbox_url.clone(),
+                            h.tally.clone(),
+                            p,
+                            votes,
+                            o.approve_after,
+                        ));
                         if let Ok(mut a) = approvals.lock() {
                             a.push(t);
                         }
@@ -743,12 +770,18 @@ async fn run_gateway(
     // Charges at the sandbox, number by number, against the votes each confirmed.
     let confirmed = tally.confirmed.lock().map(|c| c.clone()).unwrap_or_default();
     let (mut charges, mut doubles, mut missing, mut prompts) = (0usize, 0usize, 0usize, 0u64);
+    let resent: std::collections::HashSet<String> =
+        tally.resent.lock().map(|v| v.iter().cloned().collect()).unwrap_or_default();
+    let mut second_calls = 0usize;
     for i in 0..o.voters {
         let p = plan(o.seed, g, i);
         let list = charges_of(http, &o.sandbox_url, &p.msisdn).await?;
         let want = confirmed.get(&p.msisdn).cloned().unwrap_or_default();
         charges += list.len();
         prompts += list.iter().map(|c| c["prompts"].as_u64().unwrap_or(0)).sum::<u64>();
+        if resent.contains(&p.msisdn) && list.iter().any(|c| c["prompts"].as_u64().unwrap_or(0) >= 2) {
+            second_calls += 1;
+        }
         if list.len() > want.len() {
             doubles += list.len() - want.len();
             violations.push(format!("{}: {} charges for {} confirmed vote(s)", p.msisdn, list.len(), want.len()));
@@ -810,6 +843,8 @@ async fn run_gateway(
         max: h.max() as f64 / 1000.0,
         requests: h.len(),
         exercised: tally.exercised.iter().map(|n| n.load(Ordering::Relaxed)).collect(),
+        resent: resent.len(),
+        second_calls,
         violations,
     })
 }
@@ -874,11 +909,11 @@ fn main() -> ExitCode {
                 r.max
             );
         }
-        println!("\n| gateway | {} |", FAULTS.join(" | "));
-        println!("|---|{}", "---|".repeat(FAULTS.len()));
+        println!("\n| gateway | {} | sent again: a second charge call made |", FAULTS.join(" | "));
+        println!("|---|{}---|", "---|".repeat(FAULTS.len()));
         for r in &rows {
             let n: Vec<String> = r.exercised.iter().map(usize::to_string).collect();
-            println!("| {} | {} |", r.gateway, n.join(" | "));
+            println!("| {} | {} | {} of {} |", r.gateway, n.join(" | "), r.second_calls, r.resent);
         }
         for r in &rows {
             if r.p99 >= o.p99_limit_ms {
