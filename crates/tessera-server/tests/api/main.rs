@@ -30,6 +30,7 @@ mod stress_regressions;
 mod submissions;
 mod ticket_types;
 mod tickets;
+mod ussd;
 mod voting;
 mod webhooks;
 mod withdrawals;
