@@ -191,6 +191,7 @@ enum Fault {
 }
 
 /// One voter's plan, fixed by the seed.
+#[derive(Clone)]
 struct Plan {
     msisdn: String,
     code: String,
@@ -462,18 +463,12 @@ async fn voter(h: &Handset, p: &Plan) -> Result<Option<(i64, u64)>, String> {
         }
         Outcome::Lost(None) => {
             h.tally.count(2);
-            let again = Plan { msisdn: p.msisdn.clone(), code: p.code.clone(), fault: Fault::None, ..*p };
+            let again = Plan { fault: Fault::None, ..p.clone() };
             match session(h, &again, None).await? {
                 Outcome::Confirmed(total) => Ok(Some((total, p.votes))),
                 _ => Err("the second session did not confirm".into()),
             }
         }
-    }
-}
-
-impl Clone for Plan {
-    fn clone(&self) -> Plan {
-        Plan { msisdn: self.msisdn.clone(), code: self.code.clone(), ..*self }
     }
 }
 
