@@ -1,6 +1,11 @@
 //! The provider APIs the sandbox serves (D11.1, D11.3): Paystack's under `/provider_a`, the
 //! gateway protocol under `/provider_b` and `/provider_c`, and the SMS gateway under `/sms`
 //! (D13.3). Any non-empty Bearer secret is an account: what it creates only it can see.
+//!
+//! Mobile-money charges (D17.21, D17.23) are Paystack's `POST /charge` and the gateway's
+//! `POST /charges` with `channel: mobile_money`; they wait, as card charges do, until the control
+//! API settles them. Every charge-creating call counts in its charge's `prompts` (a refused
+//! duplicate too) and waits the faults' `chargeDelayMs` before answering.
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -11,7 +16,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
-use super::{bearer, gateway_error, now_rfc3339, push_bounded, random_token, Charge, Outcome, Shared, Transfer};
+use super::{
+    bearer, gateway_error, now_rfc3339, push_bounded, random_token, Channel, Charge, Outcome, Shared, Transfer,
+};
 use crate::providers::payments::ProviderId;
 
 type Obj = Map<String, Value>;
@@ -49,9 +56,11 @@ fn ps_guard(shared: &Shared, headers: &HeaderMap) -> Result<String, Box<Response
     bearer(headers).ok_or_else(|| Box::new(ps_error(StatusCode::UNAUTHORIZED, "Invalid key")))
 }
 
-/// Paystack reports an unpaid charge as `abandoned`.
+/// Paystack reports an unpaid charge as `abandoned`, a mobile-money one waiting for the
+/// handset's approval as `pay_offline`.
 fn ps_charge_status(c: &Charge) -> &'static str {
     match c.status {
+        Outcome::Pending if c.channel == Channel::MobileMoney => "pay_offline",
         Outcome::Pending => "abandoned",
         Outcome::Success => "success",
         Outcome::Failed => "failed",
@@ -73,7 +82,7 @@ fn ps_charge(c: &Charge) -> Value {
         },
         "paid_at": c.paid_at,
         "created_at": c.created_at,
-        "channel": "card",
+        "channel": c.channel.as_str(),
         "fees": c.fees(),
         "metadata": c.metadata,
         "customer": {"email": c.email},
@@ -103,6 +112,7 @@ pub(super) fn paystack_routes(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/provider_a/transaction/initialize", post(ps_initialize))
         .route("/provider_a/transaction/verify/{reference}", get(ps_verify))
+        .route("/provider_a/charge", post(ps_charge_mobile_money))
         .route("/provider_a/transferrecipient", post(ps_recipient))
         .route("/provider_a/transfer", post(ps_transfer_create))
         .route("/provider_a/transfer/verify/{reference}", get(ps_transfer_verify))
@@ -123,26 +133,36 @@ async fn ps_initialize(State(shared): State<Arc<Shared>>, headers: HeaderMap, bo
     let charge = {
         let mut db = shared.db();
         if db.charges.contains_key(&reference) {
-            return ps_error(StatusCode::BAD_REQUEST, "Duplicate Transaction Reference");
+            Shared::count_prompt(&mut db, &reference);
+            None
+        } else {
+            let id = db.next_id();
+            let c = Charge {
+                id,
+                provider: ProviderId::A,
+                secret,
+                reference: reference.clone(),
+                amount,
+                currency: text(&o, "currency").unwrap_or("GHS").to_string(),
+                email: email.to_string(),
+                callback_url: text(&o, "callback_url").map(str::to_string),
+                metadata: o.get("metadata").cloned().unwrap_or(Value::Null),
+                access_code: random_token(16),
+                status: Outcome::Pending,
+                paid_at: None,
+                created_at: now_rfc3339(),
+                channel: Channel::Card,
+                phone: None,
+                network: None,
+                prompts: 1,
+            };
+            db.charges.insert(reference, c.clone());
+            Some(c)
         }
-        let id = db.next_id();
-        let c = Charge {
-            id,
-            provider: ProviderId::A,
-            secret,
-            reference: reference.clone(),
-            amount,
-            currency: text(&o, "currency").unwrap_or("GHS").to_string(),
-            email: email.to_string(),
-            callback_url: text(&o, "callback_url").map(str::to_string),
-            metadata: o.get("metadata").cloned().unwrap_or(Value::Null),
-            access_code: random_token(16),
-            status: Outcome::Pending,
-            paid_at: None,
-            created_at: now_rfc3339(),
-        };
-        db.charges.insert(reference, c.clone());
-        c
+    };
+    shared.charge_delay().await;
+    let Some(charge) = charge else {
+        return ps_error(StatusCode::BAD_REQUEST, "Duplicate Transaction Reference");
     };
     ps_ok(
         "Authorization URL created",
@@ -150,6 +170,83 @@ async fn ps_initialize(State(shared): State<Arc<Shared>>, headers: HeaderMap, bo
             "authorization_url": charge.checkout_url(&shared.base_url),
             "access_code": charge.access_code,
             "reference": charge.reference,
+        }),
+    )
+}
+
+/// Paystack's mobile-money operators (`tgo` is AirtelTigo's older name).
+fn ps_network(provider: &str) -> Option<&'static str> {
+    match provider.to_ascii_lowercase().as_str() {
+        "mtn" => Some("mtn"),
+        "vod" => Some("vod"),
+        "atl" | "tgo" => Some("atl"),
+        _ => None,
+    }
+}
+
+/// `POST /provider_a/charge` with `mobile_money {phone, provider}`: the prompt goes to the
+/// handset and the charge waits (`pay_offline`) until the control API settles it.
+async fn ps_charge_mobile_money(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let secret = match ps_guard(&shared, &headers) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let Some(o) = object(&body) else { return ps_error(StatusCode::BAD_REQUEST, "Invalid JSON body") };
+    let Some(email) = text(&o, "email") else { return ps_error(StatusCode::BAD_REQUEST, "Email is required") };
+    let Some(amount) = pesewas(&o, "amount") else {
+        return ps_error(StatusCode::BAD_REQUEST, "Invalid amount: a positive whole number of pesewas is required");
+    };
+    let Some(momo) = o.get("mobile_money").and_then(Value::as_object) else {
+        return ps_error(StatusCode::BAD_REQUEST, "Please provide a valid payment channel: mobile_money is required");
+    };
+    let Some(phone) = text(momo, "phone").filter(|p| p.len() >= 9 && p.chars().all(|c| c.is_ascii_digit() || c == '+'))
+    else {
+        return ps_error(StatusCode::BAD_REQUEST, "mobile_money.phone is required");
+    };
+    let Some(network) = text(momo, "provider").and_then(ps_network) else {
+        return ps_error(StatusCode::BAD_REQUEST, "mobile_money.provider must be one of mtn, vod, atl");
+    };
+    let reference = text(&o, "reference").map(str::to_string).unwrap_or_else(|| format!("T{}", random_token(15)));
+    let created = {
+        let mut db = shared.db();
+        if db.charges.contains_key(&reference) {
+            Shared::count_prompt(&mut db, &reference);
+            false
+        } else {
+            let id = db.next_id();
+            let c = Charge {
+                id,
+                provider: ProviderId::A,
+                secret,
+                reference: reference.clone(),
+                amount,
+                currency: text(&o, "currency").unwrap_or("GHS").to_string(),
+                email: email.to_string(),
+                callback_url: None,
+                metadata: o.get("metadata").cloned().unwrap_or(Value::Null),
+                access_code: random_token(16),
+                status: Outcome::Pending,
+                paid_at: None,
+                created_at: now_rfc3339(),
+                channel: Channel::MobileMoney,
+                phone: Some(phone.to_string()),
+                network: Some(network.to_string()),
+                prompts: 1,
+            };
+            db.charges.insert(reference.clone(), c);
+            true
+        }
+    };
+    shared.charge_delay().await;
+    if !created {
+        return ps_error(StatusCode::BAD_REQUEST, "Duplicate Transaction Reference");
+    }
+    ps_ok(
+        "Charge attempted",
+        json!({
+            "reference": reference,
+            "status": "pay_offline",
+            "display_text": "Please complete authorization process on your mobile phone",
         }),
     )
 }
@@ -288,6 +385,9 @@ fn gw_charge(c: &Charge, base: &str) -> Value {
         "checkoutUrl": c.checkout_url(base),
         "accessCode": c.access_code,
         "metadata": c.metadata,
+        "channel": c.channel.as_str(),
+        "phone": c.phone,
+        "network": c.network,
     })
 }
 
@@ -330,29 +430,54 @@ async fn gw_charge_create(State(gw): State<Gw>, headers: HeaderMap, body: Bytes)
         return invalid("amount must be a positive whole number of pesewas");
     };
     let Some(email) = text(&o, "email") else { return invalid("email is required") };
+    let (channel, phone, network) = match text(&o, "channel") {
+        None | Some("card") => (Channel::Card, None, None),
+        Some("mobile_money") => {
+            let Some(phone) =
+                text(&o, "phone").filter(|p| p.len() >= 9 && p.chars().all(|c| c.is_ascii_digit() || c == '+'))
+            else {
+                return invalid("phone is required for channel mobile_money");
+            };
+            let Some(network) = text(&o, "network").filter(|n| matches!(*n, "mtn" | "vod" | "atl")) else {
+                return invalid("network must be one of mtn, vod, atl");
+            };
+            (Channel::MobileMoney, Some(phone.to_string()), Some(network.to_string()))
+        }
+        Some(_) => return invalid("channel must be card or mobile_money"),
+    };
     let charge = {
         let mut db = gw.shared.db();
         if db.charges.contains_key(reference) {
-            return gateway_error(StatusCode::CONFLICT, "duplicate_reference", "a charge with this reference exists");
+            Shared::count_prompt(&mut db, reference);
+            None
+        } else {
+            let id = db.next_id();
+            let c = Charge {
+                id,
+                provider: gw.provider,
+                secret,
+                reference: reference.to_string(),
+                amount,
+                currency: text(&o, "currency").unwrap_or("GHS").to_string(),
+                email: email.to_string(),
+                callback_url: text(&o, "callbackUrl").map(str::to_string),
+                metadata: o.get("metadata").cloned().unwrap_or(Value::Null),
+                access_code: random_token(16),
+                status: Outcome::Pending,
+                paid_at: None,
+                created_at: now_rfc3339(),
+                channel,
+                phone,
+                network,
+                prompts: 1,
+            };
+            db.charges.insert(reference.to_string(), c.clone());
+            Some(c)
         }
-        let id = db.next_id();
-        let c = Charge {
-            id,
-            provider: gw.provider,
-            secret,
-            reference: reference.to_string(),
-            amount,
-            currency: text(&o, "currency").unwrap_or("GHS").to_string(),
-            email: email.to_string(),
-            callback_url: text(&o, "callbackUrl").map(str::to_string),
-            metadata: o.get("metadata").cloned().unwrap_or(Value::Null),
-            access_code: random_token(16),
-            status: Outcome::Pending,
-            paid_at: None,
-            created_at: now_rfc3339(),
-        };
-        db.charges.insert(reference.to_string(), c.clone());
-        c
+    };
+    gw.shared.charge_delay().await;
+    let Some(charge) = charge else {
+        return gateway_error(StatusCode::CONFLICT, "duplicate_reference", "a charge with this reference exists");
     };
     (StatusCode::CREATED, Json(gw_charge(&charge, &gw.shared.base_url))).into_response()
 }
@@ -454,4 +579,214 @@ async fn sms_send(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
     });
     push_bounded(&mut shared.db().sms, entry);
     (StatusCode::CREATED, Json(json!({"id": id}))).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use secrecy::SecretString;
+
+    use crate::providers::outbound::Outbound;
+    use crate::providers::payments::{adapter, Credentials, MobileMoneyCharge, ProviderError};
+    use crate::sandbox::{Faults, Sandbox, SandboxHandle, SandboxOptions};
+
+    use super::*;
+
+    async fn sandbox() -> SandboxHandle {
+        Sandbox::start(SandboxOptions {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            smtp_listen: None,
+            notify_url: None,
+        })
+        .await
+        .expect("sandbox")
+    }
+
+    async fn call(method: reqwest::Method, url: &str, body: Option<Value>) -> (u16, Value) {
+        let mut r = reqwest::Client::new().request(method, url).bearer_auth("sk_test_momo");
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        let r = r.send().await.expect("send");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    fn momo_paystack(reference: &str) -> Value {
+        json!({"email": "233241234567@ussd.invalid", "amount": 875, "currency": "GHS", "reference": reference,
+               "mobile_money": {"phone": "0241234567", "provider": "vod"}, "metadata": {"channel": "ussd"}})
+    }
+
+    #[tokio::test]
+    async fn paystack_mobile_money_charges_wait_offline_and_count_duplicate_prompts() {
+        let sb = sandbox().await;
+        let a = sb.provider_url("provider_a");
+        let (st, b) = call(reqwest::Method::POST, &format!("{a}/charge"), Some(momo_paystack("U-1"))).await;
+        assert_eq!(st, 200, "{b}");
+        assert_eq!((b["status"].as_bool(), b["message"].as_str()), (Some(true), Some("Charge attempted")));
+        assert_eq!((b["data"]["reference"].as_str(), b["data"]["status"].as_str()), (Some("U-1"), Some("pay_offline")));
+        assert!(b["data"]["display_text"].as_str().is_some_and(|t| !t.is_empty()));
+
+        let (st, b) = call(reqwest::Method::POST, &format!("{a}/charge"), Some(momo_paystack("U-1"))).await;
+        assert_eq!(st, 400);
+        assert_eq!(
+            (b["status"].as_bool(), b["message"].as_str()),
+            (Some(false), Some("Duplicate Transaction Reference"))
+        );
+
+        let rec = sb.charge("U-1").expect("record");
+        assert_eq!(rec["channel"], "mobile_money");
+        assert_eq!((rec["phone"].as_str(), rec["network"].as_str()), (Some("0241234567"), Some("vod")));
+        assert_eq!((rec["prompts"].as_u64(), rec["status"].as_str()), (Some(2), Some("pending")));
+
+        let (_, v) = call(reqwest::Method::GET, &format!("{a}/transaction/verify/U-1"), None).await;
+        assert_eq!(
+            (v["data"]["status"].as_str(), v["data"]["channel"].as_str()),
+            (Some("pay_offline"), Some("mobile_money"))
+        );
+
+        // The settle route works on it as on a card charge.
+        let base = sb.base_url().to_string();
+        let (st, rec) = call(reqwest::Method::POST, &format!("{base}/sandbox/charges/U-1/succeed"), None).await;
+        assert_eq!((st, rec["status"].as_str()), (200, Some("success")));
+        let (_, v) = call(reqwest::Method::GET, &format!("{a}/transaction/verify/U-1"), None).await;
+        assert_eq!(v["data"]["status"], "success");
+
+        let bad = json!({"email": "x@ussd.invalid", "amount": 100, "reference": "U-2",
+                         "mobile_money": {"phone": "0241234567", "provider": "xyz"}});
+        let (st, _) = call(reqwest::Method::POST, &format!("{a}/charge"), Some(bad)).await;
+        assert_eq!(st, 400);
+        // A card charge still counts one prompt and shows its channel.
+        let card = json!({"email": "ama@example.com", "amount": 500, "reference": "U-3"});
+        let (st, _) = call(reqwest::Method::POST, &format!("{a}/transaction/initialize"), Some(card)).await;
+        assert_eq!(st, 200);
+        let rec = sb.charge("U-3").expect("record");
+        assert_eq!(
+            (rec["channel"].as_str(), rec["prompts"].as_u64(), &rec["phone"]),
+            (Some("card"), Some(1), &Value::Null)
+        );
+    }
+
+    #[tokio::test]
+    async fn gateway_mobile_money_charges_carry_phone_and_network_and_409_on_reuse() {
+        let sb = sandbox().await;
+        let b = sb.provider_url("provider_b");
+        let body = json!({"reference": "G-1", "amount": 200, "currency": "GHS", "email": "233241234567@ussd.invalid",
+                          "channel": "mobile_money", "phone": "+233241234567", "network": "mtn", "metadata": {}});
+        let (st, c) = call(reqwest::Method::POST, &format!("{b}/charges"), Some(body.clone())).await;
+        assert_eq!(st, 201, "{c}");
+        assert_eq!(
+            (c["channel"].as_str(), c["phone"].as_str(), c["network"].as_str()),
+            (Some("mobile_money"), Some("+233241234567"), Some("mtn"))
+        );
+        assert_eq!(c["status"], "pending");
+        let (st, e) = call(reqwest::Method::POST, &format!("{b}/charges"), Some(body.clone())).await;
+        assert_eq!((st, e["error"]["code"].as_str()), (409, Some("duplicate_reference")));
+        assert_eq!(sb.charge("G-1").expect("record")["prompts"], 2);
+
+        let mut no_network = body.clone();
+        no_network["reference"] = json!("G-2");
+        no_network["network"] = json!("glo");
+        let (st, _) = call(reqwest::Method::POST, &format!("{b}/charges"), Some(no_network)).await;
+        assert_eq!(st, 400);
+
+        // The list by phone: suffix match, newest first, across providers.
+        let a = sb.provider_url("provider_a");
+        let (st, _) = call(reqwest::Method::POST, &format!("{a}/charge"), Some(momo_paystack("G-3"))).await;
+        assert_eq!(st, 200);
+        let base = sb.base_url().to_string();
+        let (st, list) = call(reqwest::Method::GET, &format!("{base}/sandbox/charges?phone=241234567"), None).await;
+        assert_eq!(st, 200);
+        let refs: Vec<&str> =
+            list.as_array().map(|l| l.iter().filter_map(|c| c["reference"].as_str()).collect()).unwrap_or_default();
+        assert_eq!(refs, ["G-3", "G-1"]);
+        let (_, list) = call(reqwest::Method::GET, &format!("{base}/sandbox/charges?phone=200000000"), None).await;
+        assert_eq!(list, json!([]));
+        assert_eq!(sb.charges_for_phone("4567").len(), 2);
+    }
+
+    #[tokio::test]
+    async fn the_adapters_charge_mobile_money_once_per_reference() {
+        let sb = sandbox().await;
+        let http = Outbound::new(Duration::from_secs(5), true).expect("outbound");
+        let metadata = json!({"channel": "ussd"});
+        for (provider, reference, phone) in [
+            (ProviderId::A, "M-A", "0241234567"),
+            (ProviderId::B, "M-B", "+233241234567"),
+            (ProviderId::C, "M-C", "+233241234567"),
+        ] {
+            let creds = Credentials {
+                base_url: sb.provider_url(provider.as_str()),
+                secret_key: SecretString::from("sk_test_momo".to_string()),
+                account_supplied: false,
+            };
+            let req = MobileMoneyCharge {
+                reference,
+                amount: 875,
+                currency: "GHS",
+                email: "233241234567@ussd.invalid",
+                msisdn: "233241234567",
+                network: "atl",
+                metadata: &metadata,
+            };
+            let p = adapter(provider);
+            assert_eq!(p.charge_mobile_money(&http, &creds, &req).await, Ok(()), "{provider:?}");
+            assert_eq!(p.charge_mobile_money(&http, &creds, &req).await, Err(ProviderError::Duplicate), "{provider:?}");
+            let rec = sb.charge(reference).expect("record");
+            assert_eq!(
+                (rec["phone"].as_str(), rec["network"].as_str(), rec["prompts"].as_u64()),
+                (Some(phone), Some("atl"), Some(2))
+            );
+            let state = p.verify_charge(&http, &creds, reference).await.expect("verify");
+            assert_eq!(state.status, crate::providers::payments::RemoteStatus::Pending);
+        }
+    }
+
+    #[tokio::test]
+    async fn faults_delay_charges_and_drop_or_duplicate_webhooks() {
+        let sb = sandbox().await;
+        let base = sb.base_url().to_string();
+        let (st, f) =
+            call(reqwest::Method::POST, &format!("{base}/sandbox/faults"), Some(json!({"chargeDelayMs": 300}))).await;
+        assert_eq!(st, 200);
+        assert_eq!(f, json!({"webhookDropPercent": 0, "webhookDuplicatePercent": 0, "chargeDelayMs": 300}));
+        let started = Instant::now();
+        let (st, _) = call(
+            reqwest::Method::POST,
+            &format!("{}/charge", sb.provider_url("provider_a")),
+            Some(momo_paystack("F-1")),
+        )
+        .await;
+        assert_eq!(st, 200);
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        let (st, _) =
+            call(reqwest::Method::POST, &format!("{base}/sandbox/faults"), Some(json!({"webhookDropPercent": 101})))
+                .await;
+        assert_eq!(st, 400);
+
+        sb.set_faults(Faults { webhook_drop_percent: 100, ..Faults::default() });
+        let (_, f) = call(reqwest::Method::GET, &format!("{base}/sandbox/faults"), None).await;
+        assert_eq!(f["webhookDropPercent"], 100);
+        sb.set_notify_url("http://127.0.0.1:9");
+        let (st, _) = call(reqwest::Method::POST, &format!("{base}/sandbox/charges/F-1/succeed"), None).await;
+        assert_eq!(st, 200);
+        let hooks = sb.webhooks();
+        assert_eq!(hooks.len(), 1, "dropped, so never retried: {hooks:?}");
+        assert_eq!((hooks[0]["dropped"].as_bool(), &hooks[0]["status"]), (Some(true), &Value::Null));
+
+        sb.set_faults(Faults { webhook_duplicate_percent: 100, ..Faults::default() });
+        let (st, _) = call(
+            reqwest::Method::POST,
+            &format!("{}/charge", sb.provider_url("provider_a")),
+            Some(momo_paystack("F-2")),
+        )
+        .await;
+        assert_eq!(st, 200);
+        let (st, _) = call(reqwest::Method::POST, &format!("{base}/sandbox/charges/F-2/fail"), None).await;
+        assert_eq!(st, 200);
+        let f2: Vec<Value> = sb.webhooks().into_iter().filter(|h| h["reference"] == "F-2").collect();
+        assert!(f2.len() >= 2, "sent twice: {f2:?}");
+        assert!(f2.iter().all(|h| h["dropped"] == false));
+    }
 }

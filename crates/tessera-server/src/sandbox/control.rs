@@ -1,10 +1,10 @@
 //! The sandbox's control API (D11.3), for tests, scripts and demos: settle charges and
-//! transfers (which sends their signed webhooks), cause provider outages, and read what the
-//! sandbox holds and received. Lists are newest first.
+//! transfers (which sends their signed webhooks), cause provider outages and faults, and read
+//! what the sandbox holds and received. Lists are newest first.
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -12,11 +12,13 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{gateway_error, newest_first, now_rfc3339, Charge, Outcome, Shared, Transfer};
+use super::{gateway_error, newest_first, now_rfc3339, Charge, Faults, Outcome, Shared, Transfer};
 
 pub(super) fn routes(shared: Arc<Shared>) -> Router {
     Router::new()
+        .route("/sandbox/charges", get(charge_list))
         .route("/sandbox/charges/{reference}", get(charge_show))
+        .route("/sandbox/faults", get(faults_show).post(faults_set))
         .route("/sandbox/charges/{reference}/{action}", post(charge_settle))
         .route("/sandbox/transfers/{reference}", get(transfer_show))
         .route("/sandbox/transfers/{reference}/{action}", post(transfer_settle))
@@ -174,6 +176,75 @@ async fn charge_show(State(shared): State<Arc<Shared>>, Path(reference): Path<St
         Some(c) => Json(c.record(&shared.base_url)).into_response(),
         None => gateway_error(StatusCode::NOT_FOUND, "not_found", "no charge with this reference"),
     }
+}
+
+#[derive(Deserialize)]
+struct ChargeListQuery {
+    phone: Option<String>,
+}
+
+/// `GET /sandbox/charges?phone=<digits>`: the charges whose phone ends with those digits (a
+/// leading `+` is ignored), newest first; without `phone`, every charge with a phone.
+async fn charge_list(State(shared): State<Arc<Shared>>, Query(q): Query<ChargeListQuery>) -> Response {
+    let digits = q.phone.unwrap_or_default();
+    let digits = digits.trim().trim_start_matches('+');
+    if !digits.chars().all(|c| c.is_ascii_digit()) {
+        return gateway_error(StatusCode::BAD_REQUEST, "validation_failed", "phone must be digits");
+    }
+    Json(shared.charges_for_phone(digits)).into_response()
+}
+
+async fn faults_show(State(shared): State<Arc<Shared>>) -> Json<Faults> {
+    Json(shared.db().faults)
+}
+
+/// Body of `POST /sandbox/faults`: the fields given replace those in force.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FaultsIn {
+    webhook_drop_percent: Option<u8>,
+    webhook_duplicate_percent: Option<u8>,
+    charge_delay_ms: Option<u64>,
+}
+
+/// `POST /sandbox/faults {webhookDropPercent?, webhookDuplicatePercent?, chargeDelayMs?}` → the
+/// faults in force.
+async fn faults_set(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let input: FaultsIn = if body.iter().all(u8::is_ascii_whitespace) {
+        FaultsIn { webhook_drop_percent: None, webhook_duplicate_percent: None, charge_delay_ms: None }
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(i) => i,
+            Err(e) => return gateway_error(StatusCode::BAD_REQUEST, "malformed_json", format!("body: {e}")),
+        }
+    };
+    for (name, p) in [
+        ("webhookDropPercent", input.webhook_drop_percent),
+        ("webhookDuplicatePercent", input.webhook_duplicate_percent),
+    ] {
+        if p.is_some_and(|p| p > 100) {
+            return gateway_error(StatusCode::BAD_REQUEST, "validation_failed", format!("{name} must be 0 to 100"));
+        }
+    }
+    if input.charge_delay_ms.is_some_and(|ms| ms > Faults::MAX_DELAY_MS) {
+        return gateway_error(
+            StatusCode::BAD_REQUEST,
+            "validation_failed",
+            format!("chargeDelayMs must be at most {}", Faults::MAX_DELAY_MS),
+        );
+    }
+    let mut db = shared.db();
+    let f = &mut db.faults;
+    if let Some(p) = input.webhook_drop_percent {
+        f.webhook_drop_percent = p;
+    }
+    if let Some(p) = input.webhook_duplicate_percent {
+        f.webhook_duplicate_percent = p;
+    }
+    if let Some(ms) = input.charge_delay_ms {
+        f.charge_delay_ms = ms;
+    }
+    Json(*f).into_response()
 }
 
 async fn transfer_show(State(shared): State<Arc<Shared>>, Path(reference): Path<String>) -> Response {

@@ -3,7 +3,9 @@
 //! real wires (Paystack's API under `/provider_a`, the gateway protocol under `/provider_b` and
 //! `/provider_c`, the SMS gateway under `/sms`, SMTP on its own listener), serves a checkout page,
 //! signs its webhooks with the secret each charge was created with (D6.1), and has a control API
-//! under `/sandbox` to settle charges and transfers, cause outages and read what it received.
+//! under `/sandbox` to settle charges and transfers, cause outages and faults, and read what it
+//! received. It also plays the USSD gateways and the handset in front of Tessera (D17.23,
+//! [`ussd`]).
 //!
 //! It keeps nothing on disk and delivers webhooks to loopback addresses only: it is for demos
 //! and tests, never for money.
@@ -11,6 +13,7 @@ mod api;
 mod checkout;
 mod control;
 mod smtp;
+mod ussd;
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -173,6 +176,27 @@ impl SandboxHandle {
         newest_first(&self.shared.db().mail)
     }
 
+    /// Charge records whose phone ends with `digits`, newest first, as
+    /// `GET /sandbox/charges?phone=` shows them.
+    pub fn charges_for_phone(&self, digits: &str) -> Vec<Value> {
+        self.shared.charges_for_phone(digits)
+    }
+
+    /// A USSD session's record, as `GET /sandbox/ussd/sessions/:id` shows it.
+    pub fn ussd_session(&self, id: &str) -> Option<Value> {
+        ussd::session_record(&self.shared, id)
+    }
+
+    /// The faults in force, as `GET /sandbox/faults` shows them.
+    pub fn faults(&self) -> Faults {
+        self.shared.db().faults
+    }
+
+    /// Replaces the faults in force (what `POST /sandbox/faults` does field by field).
+    pub fn set_faults(&self, faults: Faults) {
+        self.shared.db().faults = faults.clamped();
+    }
+
     /// Puts a provider (or `sms`) down or back up, as the control API does.
     pub fn set_outage(&self, service: &str, down: bool) {
         self.shared.set_down(service, down);
@@ -238,6 +262,56 @@ impl Outcome {
     }
 }
 
+/// How a charge is paid: at the checkout page (a card, by default) or by approving a prompt
+/// on a handset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Channel {
+    Card,
+    MobileMoney,
+}
+
+impl Channel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Card => "card",
+            Channel::MobileMoney => "mobile_money",
+        }
+    }
+}
+
+/// Faults the sandbox injects (`/sandbox/faults`): into the webhooks it sends and into the
+/// answers of charge-creating calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Faults {
+    /// Percent of webhooks recorded as dropped and never sent (0–100).
+    pub webhook_drop_percent: u8,
+    /// Percent of webhooks sent twice, the same signed body (0–100).
+    pub webhook_duplicate_percent: u8,
+    /// Delay before answering `transaction/initialize`, `/charge` and `/charges` (ms, at most
+    /// 60 000); the charge is made before the wait, as a provider slower than its client's
+    /// timeout would.
+    pub charge_delay_ms: u64,
+}
+
+impl Faults {
+    /// The longest charge delay the sandbox accepts.
+    pub const MAX_DELAY_MS: u64 = 60_000;
+
+    fn clamped(self) -> Faults {
+        Faults {
+            webhook_drop_percent: self.webhook_drop_percent.min(100),
+            webhook_duplicate_percent: self.webhook_duplicate_percent.min(100),
+            charge_delay_ms: self.charge_delay_ms.min(Self::MAX_DELAY_MS),
+        }
+    }
+}
+
+/// True with probability `percent` / 100.
+fn roll(percent: u8) -> bool {
+    percent > 0 && rand::thread_rng().gen_range(0..100u8) < percent
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Charge {
     pub id: u64,
@@ -253,6 +327,13 @@ pub(crate) struct Charge {
     pub status: Outcome,
     pub paid_at: Option<String>,
     pub created_at: String,
+    pub channel: Channel,
+    /// The phone of a mobile-money charge, as it came on the wire.
+    pub phone: Option<String>,
+    /// The network of a mobile-money charge (`mtn`, `vod`, `atl`).
+    pub network: Option<String>,
+    /// How many charge-creating calls named this reference, refused duplicates included.
+    pub prompts: u32,
 }
 
 impl Charge {
@@ -293,6 +374,10 @@ impl Charge {
             "checkoutUrl": self.checkout_url(base),
             "paidAt": self.paid_at,
             "createdAt": self.created_at,
+            "channel": self.channel.as_str(),
+            "phone": self.phone,
+            "network": self.network,
+            "prompts": self.prompts,
         })
     }
 
@@ -309,6 +394,7 @@ impl Charge {
                 "currency": self.currency,
                 "fees": self.fees(),
                 "paid_at": self.paid_at,
+                "channel": self.channel.as_str(),
                 "customer": {"email": self.email},
             }
         })
@@ -386,6 +472,8 @@ pub(crate) struct Db {
     pub sms: Vec<Value>,
     pub mail: Vec<Value>,
     pub down: HashSet<String>,
+    pub faults: Faults,
+    pub ussd: ussd::Sessions,
     seq: u64,
 }
 
@@ -429,6 +517,32 @@ impl Shared {
         self.notify_url.read().ok().and_then(|n| n.clone())
     }
 
+    /// Waits the faults' `chargeDelayMs` (charge-creating calls call it before answering).
+    pub async fn charge_delay(&self) {
+        let ms = self.db().faults.charge_delay_ms;
+        if ms > 0 {
+            tokio::select! {
+                _ = self.stop.cancelled() => {}
+                _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
+            }
+        }
+    }
+
+    /// Counts a charge-creating call for `reference` on its charge (a refused duplicate too).
+    pub fn count_prompt(db: &mut Db, reference: &str) {
+        if let Some(c) = db.charges.get_mut(reference) {
+            c.prompts = c.prompts.saturating_add(1);
+        }
+    }
+
+    pub fn charges_for_phone(&self, digits: &str) -> Vec<Value> {
+        let db = self.db();
+        let mut found: Vec<&Charge> =
+            db.charges.values().filter(|c| c.phone.as_deref().is_some_and(|p| p.ends_with(digits))).collect();
+        found.sort_by_key(|c| std::cmp::Reverse(c.id));
+        found.into_iter().map(|c| c.record(&self.base_url)).collect()
+    }
+
     /// Sends a signed webhook: the first attempt now, up to 3 more in the background
     /// (0.5 s, 1 s, 2 s later) while the answer is a network error or not a 2xx.
     pub async fn deliver(self: &Arc<Self>, provider: ProviderId, secret: &str, body: Value) {
@@ -445,7 +559,24 @@ impl Shared {
             _ => sign_hmac_hex::<sha2::Sha256>(secret.as_bytes(), &bytes),
         };
         let attempt = Attempt { provider, event, reference, url, bytes, signature };
-        if self.attempt(&attempt, 1).await {
+        let faults = self.db().faults;
+        if roll(faults.webhook_drop_percent) {
+            self.record_delivery(
+                attempt.provider,
+                &attempt.event,
+                &attempt.reference,
+                &attempt.url,
+                Err(DROPPED.into()),
+                1,
+            );
+            return;
+        }
+        let delivered = self.attempt(&attempt, 1).await;
+        if roll(faults.webhook_duplicate_percent) {
+            // The same signed body again, as a provider that re-sends does.
+            self.attempt(&attempt, 1).await;
+        }
+        if delivered {
             return;
         }
         let me = self.clone();
@@ -494,7 +625,9 @@ impl Shared {
             Ok(s) => (Some(s), None),
             Err(e) => (None, Some(e)),
         };
+        let dropped = error.as_deref() == Some(DROPPED);
         let entry = json!({
+            "dropped": dropped,
             "provider": provider.as_str(),
             "event": event,
             "reference": reference,
@@ -507,6 +640,9 @@ impl Shared {
         push_bounded(&mut self.db().webhooks, entry);
     }
 }
+
+/// The error of a delivery the faults dropped.
+const DROPPED: &str = "dropped by the sandbox's faults (not sent)";
 
 struct Attempt {
     provider: ProviderId,
@@ -547,6 +683,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .nest("/provider_c", api::gateway_routes(shared.clone(), ProviderId::C))
         .merge(api::sms_routes(shared.clone()))
         .merge(checkout::routes(shared.clone()))
-        .merge(control::routes(shared))
+        .merge(control::routes(shared.clone()))
+        .merge(ussd::routes(shared))
         .fallback(|| async { gateway_error(StatusCode::NOT_FOUND, "not_found", "no such sandbox route") })
 }

@@ -1,6 +1,7 @@
 //! The gateway protocol of docs/providers.md, client side, spoken by `provider_b` and
 //! `provider_c` (D11.1): JSON with a Bearer secret and pesewas; `POST /charges`,
-//! `GET /charges/:reference`, `POST /transfers` (409 on a reused reference, D16.13),
+//! `GET /charges/:reference` (a mobile-money charge is `POST /charges` with `channel:
+//! mobile_money, phone, network`, D17.21), `POST /transfers` (409 on a reused reference, D16.13),
 //! `GET /transfers/:reference`; errors `{"error": {"code", "message"}}`. The two providers differ
 //! only in their webhook signature header (D6.1), both hex HMAC-SHA256 of the raw body.
 use reqwest::Method;
@@ -31,6 +32,21 @@ fn ok_body(a: Answer) -> ProviderResult<Value> {
         409 => Err(ProviderError::Duplicate),
         _ => Err(wire::rejected(&a, error_message(&a))),
     }
+}
+
+/// The body of a mobile-money `POST /charges`: the phone in E.164 form, the network as
+/// `mtn`, `vod` or `atl`.
+fn mobile_money_body(req: &MobileMoneyCharge<'_>) -> Value {
+    json!({
+        "reference": req.reference,
+        "amount": req.amount,
+        "currency": req.currency,
+        "email": req.email,
+        "channel": "mobile_money",
+        "phone": wire::e164_phone(req.msisdn),
+        "network": req.network,
+        "metadata": req.metadata,
+    })
 }
 
 /// The gateway protocol as the adapter of provider `.0`; the providers speaking it differ only
@@ -71,6 +87,17 @@ impl PaymentProvider for Gateway {
             authorization_url: str_at(&b, "checkoutUrl").ok_or_else(|| wire::unreadable("checkoutUrl"))?.to_string(),
             access_code: str_at(&b, "accessCode").unwrap_or_default().to_string(),
         })
+    }
+
+    /// 201 the pending charge; 409 (a reused reference) is [`ProviderError::Duplicate`].
+    async fn charge_mobile_money(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        req: &MobileMoneyCharge<'_>,
+    ) -> ProviderResult<()> {
+        let body = mobile_money_body(req);
+        ok_body(wire::call(http, creds, Method::POST, "/charges", Some(&body)).await?).map(|_| ())
     }
 
     async fn verify_charge(
@@ -136,6 +163,33 @@ impl PaymentProvider for Gateway {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mobile_money_charge_names_its_channel_phone_and_network() {
+        let metadata = json!({});
+        let req = MobileMoneyCharge {
+            reference: "T-2",
+            amount: 200,
+            currency: "GHS",
+            email: "233241234567@ussd.invalid",
+            msisdn: "233241234567",
+            network: "mtn",
+            metadata: &metadata,
+        };
+        assert_eq!(
+            mobile_money_body(&req),
+            json!({
+                "reference": "T-2",
+                "amount": 200,
+                "currency": "GHS",
+                "email": "233241234567@ussd.invalid",
+                "channel": "mobile_money",
+                "phone": "+233241234567",
+                "network": "mtn",
+                "metadata": {},
+            })
+        );
+    }
 
     #[test]
     fn gateway_statuses_map_to_three_outcomes() {

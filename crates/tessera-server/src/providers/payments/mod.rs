@@ -102,16 +102,17 @@ pub struct ChargeRequest<'a> {
     pub metadata: &'a Value,
 }
 
-/// A mobile-money charge to make (D17.21): the provider sends the approval prompt to `msisdn`.
-/// `reference` is Tessera's transaction reference: a provider refuses a second charge with it.
+/// A mobile-money charge to make (D17.21): the customer approves a prompt on their handset, so
+/// there is no checkout page; the result arrives by webhook or verify poll like a card charge's.
 #[derive(Debug, Clone)]
 pub struct MobileMoneyCharge<'a> {
+    /// Tessera's reference: a retried call with it never charges twice.
     pub reference: &'a str,
     /// Pesewas.
     pub amount: i64,
     pub currency: &'a str,
     pub email: &'a str,
-    /// International digits without `+` (`233241234567`).
+    /// The phone number in international form without `+`: `233241234567`.
     pub msisdn: &'a str,
     /// `mtn`, `vod` or `atl`.
     pub network: &'a str,
@@ -202,7 +203,7 @@ pub enum ProviderError {
     /// The provider knows no charge or transfer with this reference.
     #[error("the provider has no such reference")]
     NotFound,
-    /// A transfer with this reference exists already (D16.13).
+    /// A transfer or charge with this reference exists already (D16.13, D17.21).
     #[error("the provider already has this reference")]
     Duplicate,
     /// A 4xx other than the above (bad key, refused request), or a 2xx we could not read.
@@ -236,16 +237,15 @@ pub trait PaymentProvider: Send + Sync {
         req: &ChargeRequest<'_>,
     ) -> ProviderResult<ChargeInit>;
 
-    /// Makes a mobile-money charge (D17.21); a reference the provider already has is
-    /// [`ProviderError::Duplicate`].
+    /// Makes a mobile-money charge: the provider sends the approval prompt to the handset. A
+    /// reference used before → [`ProviderError::Duplicate`] (the caller treats it as already
+    /// charged).
     async fn charge_mobile_money(
         &self,
-        _http: &Outbound,
-        _creds: &Credentials,
-        _req: &MobileMoneyCharge<'_>,
-    ) -> ProviderResult<()> {
-        Err(ProviderError::Rejected("mobile money is not supported by this provider".into()))
-    }
+        http: &Outbound,
+        creds: &Credentials,
+        req: &MobileMoneyCharge<'_>,
+    ) -> ProviderResult<()>;
 
     /// Asks for a charge's state by Tessera's reference.
     async fn verify_charge(&self, http: &Outbound, creds: &Credentials, reference: &str)

@@ -1,5 +1,6 @@
 //! `provider_a`: Paystack's API, client side (D11.1). Charges are `transaction/initialize` and
-//! `transaction/verify/:reference`; payouts are a `transferrecipient` then a `transfer` with
+//! `transaction/verify/:reference`, mobile money is `POST /charge` with `mobile_money {phone,
+//! provider}` (D17.21; the same verify); payouts are a `transferrecipient` then a `transfer` with
 //! Tessera's reference (D16.13: Paystack refuses a reused one); webhooks carry
 //! `x-provider_a-signature`, hex HMAC-SHA512 of the raw body with the secret key (D6.1).
 use reqwest::Method;
@@ -49,6 +50,19 @@ fn data(a: Answer) -> ProviderResult<Value> {
     Err(wire::rejected(&a, message(&a)))
 }
 
+/// The body of `POST /charge` for a mobile-money charge: Paystack takes the phone in the local
+/// form (`0241234567`) and the operator as `mtn`, `vod` or `atl`.
+fn mobile_money_body(req: &MobileMoneyCharge<'_>) -> Value {
+    json!({
+        "email": req.email,
+        "amount": req.amount,
+        "currency": req.currency,
+        "reference": req.reference,
+        "mobile_money": {"phone": wire::local_phone(req.msisdn), "provider": req.network},
+        "metadata": req.metadata,
+    })
+}
+
 fn transfer_state(d: &Value) -> ProviderResult<TransferState> {
     let status = map_status(str_at(d, "status").ok_or_else(|| wire::unreadable("data.status"))?);
     // `reason` is the narration sent with the transfer; why it failed is in `gateway_response`.
@@ -88,6 +102,25 @@ impl PaymentProvider for ProviderA {
                 .to_string(),
             access_code: str_at(&d, "access_code").unwrap_or_default().to_string(),
         })
+    }
+
+    /// Paystack answers `{status: true, data: {status: "pay_offline", display_text}}` while the
+    /// prompt waits on the handset; `data.status: failed` means it was refused at once.
+    async fn charge_mobile_money(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        req: &MobileMoneyCharge<'_>,
+    ) -> ProviderResult<()> {
+        let body = mobile_money_body(req);
+        let d = data(wire::call(http, creds, Method::POST, "/charge", Some(&body)).await?)?;
+        match str_at(&d, "status") {
+            Some("failed") => {
+                let why = str_at(&d, "gateway_response").or_else(|| str_at(&d, "message")).unwrap_or("failed");
+                Err(ProviderError::Rejected(format!("charge failed: {why}")))
+            }
+            _ => Ok(()),
+        }
     }
 
     async fn verify_charge(
@@ -168,6 +201,31 @@ impl PaymentProvider for ProviderA {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mobile_money_charge_is_paystacks_charge_body_with_the_local_phone() {
+        let metadata = json!({"channel": "ussd"});
+        let req = MobileMoneyCharge {
+            reference: "T-1",
+            amount: 875,
+            currency: "GHS",
+            email: "233241234567@ussd.invalid",
+            msisdn: "233241234567",
+            network: "vod",
+            metadata: &metadata,
+        };
+        assert_eq!(
+            mobile_money_body(&req),
+            json!({
+                "email": "233241234567@ussd.invalid",
+                "amount": 875,
+                "currency": "GHS",
+                "reference": "T-1",
+                "mobile_money": {"phone": "0241234567", "provider": "vod"},
+                "metadata": {"channel": "ussd"},
+            })
+        );
+    }
 
     #[test]
     fn paystack_statuses_map_to_three_outcomes() {

@@ -48,6 +48,25 @@ pub(super) fn charge_body(req: &ChargeRequest<'_>, callback_key: &str) -> Value 
     Value::Object(body)
 }
 
+/// The digits of an MSISDN (`233241234567`, `+233241234567`) in Ghana's local form
+/// `0241234567`, as Paystack's `mobile_money.phone` takes it; other numbers are left as digits.
+pub(super) fn local_phone(msisdn: &str) -> String {
+    let digits: String = msisdn.chars().filter(char::is_ascii_digit).collect();
+    match digits.strip_prefix("233") {
+        Some(rest) if rest.len() == 9 => format!("0{rest}"),
+        _ => digits,
+    }
+}
+
+/// An MSISDN in E.164 form, `+233241234567` (a local `0…` number is taken as Ghana's).
+pub(super) fn e164_phone(msisdn: &str) -> String {
+    let digits: String = msisdn.chars().filter(char::is_ascii_digit).collect();
+    match digits.strip_prefix('0') {
+        Some(rest) if rest.len() == 9 => format!("+233{rest}"),
+        _ => format!("+{digits}"),
+    }
+}
+
 /// Sends `method {base}{path}` with the Bearer secret and an optional JSON body. Network errors,
 /// timeouts and 5xx are `Unreachable`; a guard refusal is `Blocked`.
 pub(super) async fn call(
@@ -168,6 +187,16 @@ mod tests {
         assert_eq!(e.event_key(), "transfer.failed:ref:r2");
         assert!(parse_event(br#"{"event":"charge.success","data":{}}"#).is_err());
         assert!(parse_event(b"nope").is_err());
+    }
+
+    #[test]
+    fn phones_take_the_local_and_the_e164_forms() {
+        assert_eq!(local_phone("233241234567"), "0241234567");
+        assert_eq!(local_phone("+233241234567"), "0241234567");
+        assert_eq!(local_phone("0241234567"), "0241234567");
+        assert_eq!(e164_phone("233241234567"), "+233241234567");
+        assert_eq!(e164_phone("+233241234567"), "+233241234567");
+        assert_eq!(e164_phone("0241234567"), "+233241234567");
     }
 
     #[test]
