@@ -14,11 +14,13 @@
 //! (D17.39): `<prefix>replay:epoch` holds when the shared store began; the signed script writes it
 //! anew when it is missing and refuses timestamps older than it.
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 use secrecy::ExposeSecret as _;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::auth::guard::LimitInfo;
 use crate::config::{RedisConfig, SecurityConfig};
@@ -53,71 +55,96 @@ local function ip_and_block(ip_key, block_key, emission, burst, now)
 end
 "#;
 
-/// A verified signed request. KEYS: epoch, ip limit, pair block, signature, nonce, account limit.
-/// ARGV: timestamp ms, instance now ms, claim ttl ms, ip emission µs, ip burst, account emission
-/// µs, account burst. Answers `{2, wait}` IP limited, `{1, pttl}` pair blocked, `{3}` older than
-/// the epoch, `{4}` replayed, or `{0, ip remaining, ip reset, account allowed, remaining, µs}`.
-const LUA_SIGNED: &str = r#"
-local now = now_us()
-local refused, ip = ip_and_block(KEYS[2], KEYS[3], tonumber(ARGV[4]), tonumber(ARGV[5]), now)
-if refused then return refused end
-local epoch = tonumber(redis.call('GET', KEYS[1]))
-if not epoch then
-  epoch = tonumber(ARGV[2])
-  redis.call('SET', KEYS[1], ARGV[2])
-end
-if tonumber(ARGV[1]) < epoch then return {3} end
-if not redis.call('SET', KEYS[4], '1', 'NX', 'PX', ARGV[3]) then return {4} end
-if not redis.call('SET', KEYS[5], '1', 'NX', 'PX', ARGV[3]) then return {4} end
-local acct = gcra(KEYS[6], now, tonumber(ARGV[6]), tonumber(ARGV[7]))
-return {0, ip[2], ip[3], acct[1], acct[2], acct[3]}
-"#;
-
-/// An admitted domain-key request. KEYS: ip limit, pair block, account limit. ARGV: ip
-/// emission, ip burst, account emission, account burst. Answers as [`LUA_SIGNED`] without 3, 4.
-const LUA_ADMITTED: &str = r#"
-local now = now_us()
-local refused, ip = ip_and_block(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), now)
-if refused then return refused end
-local acct = gcra(KEYS[3], now, tonumber(ARGV[3]), tonumber(ARGV[4]))
-return {0, ip[2], ip[3], acct[1], acct[2], acct[3]}
-"#;
-
-/// A refused request (or, with a failure limit of 0, any request only the IP limit applies to).
-/// KEYS: ip limit, block, failure counter. ARGV: ip emission, ip burst, failure limit (0: count
-/// nothing), window ms, block ms. Answers `{2, wait}`, `{1, pttl}` blocked, or `{0, ip remaining,
-/// ip reset}`.
-const LUA_REFUSED: &str = r#"
-local now = now_us()
-local ip = gcra(KEYS[1], now, tonumber(ARGV[1]), tonumber(ARGV[2]))
-if ip[1] == 0 then return {2, ip[3]} end
-local limit = tonumber(ARGV[3])
-if limit > 0 then
-  local blocked = redis.call('PTTL', KEYS[2])
-  if blocked > 0 then return {1, blocked} end
-  local n = redis.call('INCR', KEYS[3])
-  if n == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end
-  if n >= limit then
-    redis.call('SET', KEYS[2], '1', 'PX', ARGV[5])
-    redis.call('DEL', KEYS[3])
+/// The handlers, one per kind of request, each over its own keys `K` and arguments `A`, at the
+/// batch's `now` (µs).
+///
+/// `signed`, a verified signed request. K: epoch, ip limit, pair block, signature, nonce,
+/// account limit. A: timestamp ms, instance now ms, claim ttl ms, ip emission µs, ip burst,
+/// account emission µs, account burst. Answers `{2, wait}` IP limited, `{1, pttl}` pair blocked,
+/// `{3}` older than the epoch, `{4}` replayed, or `{0, ip remaining, ip reset, account allowed,
+/// remaining, µs}`.
+///
+/// `admitted`, an admitted domain-key request. K: ip limit, pair block, account limit. A: ip
+/// emission, ip burst, account emission, account burst. Answers as `signed` without 3, 4.
+///
+/// `refused`, a refused request (or, with a failure limit of 0, any request only the IP limit
+/// applies to). K: ip limit, block, failure counter. A: ip emission, ip burst, failure limit (0:
+/// count nothing), window ms, block ms. Answers `{2, wait}`, `{1, pttl}` blocked, or `{0, ip
+/// remaining, ip reset}`.
+///
+/// `give_back`, one unit back to an account bucket. K: the bucket. A: its emission µs.
+const LUA_HANDLERS: &str = r#"
+local H = {}
+H.signed = function(K, A, now)
+  local refused, ip = ip_and_block(K[2], K[3], tonumber(A[4]), tonumber(A[5]), now)
+  if refused then return refused end
+  local epoch = tonumber(redis.call('GET', K[1]))
+  if not epoch then
+    epoch = tonumber(A[2])
+    redis.call('SET', K[1], A[2])
   end
+  if tonumber(A[1]) < epoch then return {3} end
+  if not redis.call('SET', K[4], '1', 'NX', 'PX', A[3]) then return {4} end
+  if not redis.call('SET', K[5], '1', 'NX', 'PX', A[3]) then return {4} end
+  local acct = gcra(K[6], now, tonumber(A[6]), tonumber(A[7]))
+  return {0, ip[2], ip[3], acct[1], acct[2], acct[3]}
 end
-return {0, ip[2], ip[3]}
+H.admitted = function(K, A, now)
+  local refused, ip = ip_and_block(K[1], K[2], tonumber(A[1]), tonumber(A[2]), now)
+  if refused then return refused end
+  local acct = gcra(K[3], now, tonumber(A[3]), tonumber(A[4]))
+  return {0, ip[2], ip[3], acct[1], acct[2], acct[3]}
+end
+H.refused = function(K, A, now)
+  local ip = gcra(K[1], now, tonumber(A[1]), tonumber(A[2]))
+  if ip[1] == 0 then return {2, ip[3]} end
+  local limit = tonumber(A[3])
+  if limit > 0 then
+    local blocked = redis.call('PTTL', K[2])
+    if blocked > 0 then return {1, blocked} end
+    local n = redis.call('INCR', K[3])
+    if n == 1 then redis.call('PEXPIRE', K[3], A[4]) end
+    if n >= limit then
+      redis.call('SET', K[2], '1', 'PX', A[5])
+      redis.call('DEL', K[3])
+    end
+  end
+  return {0, ip[2], ip[3]}
+end
+H.give_back = function(K, A, now)
+  local tat = tonumber(redis.call('GET', K[1]))
+  if not tat then return {0} end
+  local back = tat - tonumber(A[1])
+  if back <= now then
+    redis.call('DEL', K[1])
+  else
+    redis.call('SET', K[1], string.format('%d', back), 'PX', math.max(1, math.ceil((back - now) / 1000)))
+  end
+  return {1}
+end
 "#;
 
-/// Gives one unit back to an account bucket. KEYS: the bucket. ARGV: its emission µs.
-const LUA_GIVE_BACK: &str = r#"
-local tat = tonumber(redis.call('GET', KEYS[1]))
-if not tat then return 0 end
+/// The one script every round trip runs: a batch of requests, each `handler, #keys, #args,
+/// args…` in ARGV after the count, its keys in order in KEYS. Answers one reply per request.
+/// One `TIME` for the batch: its requests arrived together.
+const LUA_BATCH: &str = r#"
 local now = now_us()
-local back = tat - tonumber(ARGV[1])
-if back <= now then
-  redis.call('DEL', KEYS[1])
-else
-  redis.call('SET', KEYS[1], string.format('%d', back), 'PX', math.max(1, math.ceil((back - now) / 1000)))
+local out = {}
+local ki, ai = 1, 2
+for i = 1, tonumber(ARGV[1]) do
+  local h, nk, na = H[ARGV[ai]], tonumber(ARGV[ai + 1]), tonumber(ARGV[ai + 2])
+  ai = ai + 3
+  local K, A = {}, {}
+  for j = 1, nk do K[j] = KEYS[ki + j - 1] end
+  for j = 1, na do A[j] = ARGV[ai + j - 1] end
+  ki, ai = ki + nk, ai + na
+  out[i] = h(K, A, now)
 end
-return 1
+return out
 "#;
+
+/// The most requests one round trip carries.
+const BATCH_MAX: usize = 64;
 
 /// Round trips in a row past the time limit that mark Redis down.
 const SLOW_IN_A_ROW: usize = 5;
@@ -161,18 +188,30 @@ fn gcra_args(per_minute: u32, burst: u32) -> (u64, u32) {
     (60_000_000 / u64::from(per_minute), burst.max(1))
 }
 
-pub struct SharedGuards {
-    connections: Vec<ConnectionManager>,
-    next: AtomicUsize,
-    prefix: String,
+/// What the guards and their connection drivers share.
+struct Core {
     timeout: Duration,
     down: AtomicBool,
     /// Round trips in a row that did not answer in time.
     slow: AtomicUsize,
-    signed: Script,
-    admitted: Script,
-    refused: Script,
-    give_back: Script,
+    batch: Script,
+}
+
+/// One request's script call waiting for its batch.
+struct Call {
+    handler: &'static str,
+    keys: Vec<String>,
+    args: Vec<u64>,
+    reply: oneshot::Sender<Result<Vec<i64>, Unavailable>>,
+}
+
+type Calls = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Call>>>;
+
+pub struct SharedGuards {
+    connections: Vec<ConnectionManager>,
+    calls: mpsc::UnboundedSender<Call>,
+    core: Arc<Core>,
+    prefix: String,
     ip: (u64, u32),
     account: (u32, u32),
     failure_limit: u32,
@@ -182,7 +221,8 @@ pub struct SharedGuards {
 
 impl SharedGuards {
     /// Connects lazily: an instance whose Redis is unreachable at start starts anyway (D17.39)
-    /// and answers signed requests 503 until it is back.
+    /// and answers signed requests 503 until it is back. Starts one driver per connection (so
+    /// it must be called inside the runtime); they stop when the guards are dropped.
     pub fn new(redis: &RedisConfig, security: &SecurityConfig) -> anyhow::Result<Self> {
         let client = redis::Client::open(redis.url.expose_secret())
             .map_err(|e| anyhow::anyhow!("redis.url (REDIS_URL) is not a Redis URL: {:?}", e.kind()))?;
@@ -193,22 +233,26 @@ impl SharedGuards {
             .set_number_of_retries(1)
             .set_min_delay(Duration::from_millis(50))
             .set_max_delay(Duration::from_millis(250));
-        let connections = (0..redis.connections)
+        let connections = (0..redis.connections.max(1))
             .map(|_| ConnectionManager::new_lazy_with_config(client.clone(), config.clone()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| anyhow::anyhow!("redis: {e}"))?;
-        let script = |body: &str| Script::new(&format!("{LUA_COMMON}{body}"));
-        Ok(SharedGuards {
-            connections,
-            next: AtomicUsize::new(0),
-            prefix: redis.key_prefix.clone(),
+        let core = Arc::new(Core {
             timeout,
             down: AtomicBool::new(false),
             slow: AtomicUsize::new(0),
-            signed: script(LUA_SIGNED),
-            admitted: script(LUA_ADMITTED),
-            refused: script(LUA_REFUSED),
-            give_back: script(LUA_GIVE_BACK),
+            batch: Script::new(&format!("{LUA_COMMON}{LUA_HANDLERS}{LUA_BATCH}")),
+        });
+        let (calls, receiver) = mpsc::unbounded_channel();
+        let receiver: Calls = Arc::new(tokio::sync::Mutex::new(receiver));
+        for conn in &connections {
+            tokio::spawn(drive(conn.clone(), receiver.clone(), core.clone()));
+        }
+        Ok(SharedGuards {
+            connections,
+            calls,
+            core,
+            prefix: redis.key_prefix.clone(),
             ip: gcra_args(security.rate_limit_per_ip, security.rate_limit_per_ip_burst),
             account: (security.rate_limit_per_account, security.rate_limit_per_account_burst),
             failure_limit: security.auth_failure_limit,
@@ -219,7 +263,7 @@ impl SharedGuards {
 
     /// Whether the last round trip failed (until the probe sees Redis answer again).
     pub fn is_down(&self) -> bool {
-        self.down.load(Ordering::Relaxed)
+        self.core.down.load(Ordering::Relaxed)
     }
 
     fn key(&self, parts: &[&str]) -> String {
@@ -245,7 +289,7 @@ impl SharedGuards {
         let (emission, _) = self.account_args(own_per_minute);
         if emission > 0 {
             let key = self.account_key(account_id, emission);
-            let _ = self.run(&self.give_back, &[&key], &[emission], "give_back").await;
+            let _ = self.run("give_back", vec![key], vec![emission]).await;
         }
     }
 
@@ -259,72 +303,22 @@ impl SharedGuards {
         }
     }
 
-    async fn run(
-        &self,
-        script: &Script,
-        keys: &[&str],
-        args: &[u64],
-        label: &'static str,
-    ) -> Result<Vec<i64>, Unavailable> {
+    /// Queues one request's call for the next batch and waits for its answer.
+    async fn run(&self, handler: &'static str, keys: Vec<String>, args: Vec<u64>) -> Result<Vec<i64>, Unavailable> {
         if self.is_down() {
             return Err(Unavailable);
         }
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.connections.len();
-        let mut conn = self.connections[i].clone();
-        let mut invocation = script.prepare_invoke();
-        for k in keys {
-            invocation.key(*k);
-        }
-        for a in args {
-            invocation.arg(*a);
-        }
+        let (reply, answer) = oneshot::channel();
         let started = Instant::now();
-        let answer = tokio::time::timeout(self.timeout, invocation.invoke_async::<Value>(&mut conn)).await;
-        crate::telemetry::metrics::redis_round_trip(label, started.elapsed().as_secs_f64());
-        let values = match answer {
-            Ok(Ok(Value::Int(n))) => Some(vec![n]),
-            Ok(Ok(Value::Array(items))) => items
-                .into_iter()
-                .map(|v| match v {
-                    Value::Int(n) => Some(n),
-                    _ => None,
-                })
-                .collect::<Option<Vec<i64>>>(),
-            Ok(Ok(_)) => None,
-            Ok(Err(e)) if e.is_timeout() => return Err(self.too_slow(label)),
-            Ok(Err(e)) => {
-                // Refused, dropped, or an error of the server: Redis is away until the probe
-                // sees it answer.
-                tracing::warn!(error = %e, "redis round trip failed; signed requests answer 503 until it is back");
-                None
-            }
-            Err(_) => return Err(self.too_slow(label)),
-        };
-        match values {
-            Some(v) if !v.is_empty() => {
-                self.slow.store(0, Ordering::Relaxed);
-                Ok(v)
-            }
-            _ => {
-                crate::telemetry::metrics::redis_error(label);
-                self.down.store(true, Ordering::Relaxed);
-                Err(Unavailable)
-            }
+        if self.calls.send(Call { handler, keys, args, reply }).is_err() {
+            return Err(Unavailable);
         }
-    }
-
-    /// A round trip that did not answer in time refuses its own request; only several in a row
-    /// mark Redis down (one slow answer on a loaded machine is not an outage).
-    fn too_slow(&self, label: &'static str) -> Unavailable {
-        crate::telemetry::metrics::redis_error(label);
-        if self.slow.fetch_add(1, Ordering::Relaxed) + 1 >= SLOW_IN_A_ROW {
-            tracing::warn!(
-                timeout_ms = self.timeout.as_millis() as u64,
-                "redis does not answer in time; signed requests answer 503 until it does"
-            );
-            self.down.store(true, Ordering::Relaxed);
+        let result = answer.await.unwrap_or(Err(Unavailable));
+        crate::telemetry::metrics::redis_round_trip(handler, started.elapsed().as_secs_f64());
+        if result.is_err() {
+            crate::telemetry::metrics::redis_error(handler);
         }
-        Unavailable
+        result
     }
 
     /// The one round trip of a verified signed request.
@@ -357,8 +351,7 @@ impl SharedGuards {
             acct_em,
             u64::from(acct_burst),
         ];
-        let v =
-            self.run(&self.signed, &[&epoch, &ip_key, &block, &signature, &nonce, &account], &args, "signed").await?;
+        let v = self.run("signed", vec![epoch, ip_key, block, signature, nonce, account], args.to_vec()).await?;
         Ok(match v[0] {
             3 => Verdict::BeforeEpoch,
             4 => Verdict::Replayed,
@@ -383,7 +376,7 @@ impl SharedGuards {
             return Ok(Verdict::Admitted { ip: None, account: None });
         }
         let args = [self.ip.0, u64::from(self.ip.1), acct_em, u64::from(acct_burst)];
-        let v = self.run(&self.admitted, &[&ip_key, &block, &account], &args, "admitted").await?;
+        let v = self.run("admitted", vec![ip_key, block, account], args.to_vec()).await?;
         Ok(self.verdict(&v, self.ip.1, acct_burst))
     }
 
@@ -405,7 +398,7 @@ impl SharedGuards {
             return Ok(Verdict::Admitted { ip: None, account: None });
         }
         let args = [self.ip.0, u64::from(self.ip.1), u64::from(limit), self.failure_window_ms, self.block_ms];
-        let v = self.run(&self.refused, &[&ip_key, &block, &counter], &args, "refused").await?;
+        let v = self.run("refused", vec![ip_key, block, counter], args.to_vec()).await?;
         Ok(self.verdict(&v, self.ip.1, 0))
     }
 
@@ -448,7 +441,7 @@ impl SharedGuards {
 
     async fn ping_one(&self, conn: &ConnectionManager) -> bool {
         let mut conn = conn.clone();
-        let answer = tokio::time::timeout(self.timeout, redis::cmd("PING").query_async::<String>(&mut conn)).await;
+        let answer = tokio::time::timeout(self.core.timeout, redis::cmd("PING").query_async::<String>(&mut conn)).await;
         matches!(answer, Ok(Ok(ref s)) if s == "PONG")
     }
 
@@ -463,10 +456,11 @@ impl SharedGuards {
         let mut cmd = redis::cmd("SET");
         cmd.arg(&key).arg(now_ms).arg("NX");
         let set = cmd.query_async::<Value>(&mut conn);
-        let ok = matches!(tokio::time::timeout(self.timeout.max(Duration::from_millis(500)), set).await, Ok(Ok(_)));
+        let ok =
+            matches!(tokio::time::timeout(self.core.timeout.max(Duration::from_millis(500)), set).await, Ok(Ok(_)));
         if !ok {
             tracing::warn!("redis does not answer; signed requests answer 503 until it does");
-            self.down.store(true, Ordering::Relaxed);
+            self.core.down.store(true, Ordering::Relaxed);
         }
         ok
     }
@@ -493,8 +487,107 @@ impl SharedGuards {
             }
             if self.is_down() && self.ping_all().await && self.begin_epoch(crate::domain::time::now_ms()).await {
                 tracing::info!("redis answers again; signed requests are served");
-                self.down.store(false, Ordering::Relaxed);
+                self.core.down.store(false, Ordering::Relaxed);
             }
+        }
+    }
+}
+
+/// One connection's driver: takes every call queued (up to [`BATCH_MAX`]), runs them as one
+/// batch in one round trip, and answers each. Under load the calls that arrive while a batch is
+/// on the wire form the next one, so Redis runs one script and the two sides one write and one
+/// read for many requests; with one request at a time a batch is that one request.
+async fn drive(mut conn: ConnectionManager, calls: Calls, core: Arc<Core>) {
+    let mut batch: Vec<Call> = Vec::with_capacity(BATCH_MAX);
+    loop {
+        {
+            let mut queue = calls.lock().await;
+            match queue.recv().await {
+                Some(c) => batch.push(c),
+                None => return,
+            }
+            while batch.len() < BATCH_MAX {
+                match queue.try_recv() {
+                    Ok(c) => batch.push(c),
+                    Err(_) => break,
+                }
+            }
+        }
+        let mut invocation = core.batch.prepare_invoke();
+        invocation.arg(batch.len());
+        for c in &batch {
+            invocation.arg(c.handler).arg(c.keys.len()).arg(c.args.len());
+            for a in &c.args {
+                invocation.arg(*a);
+            }
+            for k in &c.keys {
+                invocation.key(k.as_str());
+            }
+        }
+        let answer = tokio::time::timeout(core.timeout, invocation.invoke_async::<Value>(&mut conn)).await;
+        let items = match answer {
+            Ok(Ok(Value::Array(items))) if items.len() == batch.len() => items,
+            Ok(Err(e)) if e.is_timeout() => {
+                core.too_slow();
+                answer_all(&mut batch);
+                continue;
+            }
+            Err(_) => {
+                core.too_slow();
+                answer_all(&mut batch);
+                continue;
+            }
+            other => {
+                // Refused, dropped, an error of the server or a reply of another shape: Redis
+                // is away until the probe sees it answer.
+                let why = match other {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => "an unexpected reply".to_string(),
+                };
+                tracing::warn!(error = %why, "redis round trip failed; signed requests answer 503 until it is back");
+                core.down.store(true, Ordering::Relaxed);
+                answer_all(&mut batch);
+                continue;
+            }
+        };
+        core.slow.store(0, Ordering::Relaxed);
+        for (c, item) in batch.drain(..).zip(items) {
+            let _ = c.reply.send(ints(item).ok_or(Unavailable));
+        }
+    }
+}
+
+/// Answers every call of a batch that got no answer: unavailable.
+fn answer_all(batch: &mut Vec<Call>) {
+    for c in batch.drain(..) {
+        let _ = c.reply.send(Err(Unavailable));
+    }
+}
+
+/// A handler's reply: an array of integers.
+fn ints(v: Value) -> Option<Vec<i64>> {
+    match v {
+        Value::Array(items) if !items.is_empty() => items
+            .into_iter()
+            .map(|v| match v {
+                Value::Int(n) => Some(n),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    }
+}
+
+impl Core {
+    /// A round trip that did not answer in time refuses its own requests; only several in a
+    /// row mark Redis down (one slow answer on a loaded machine is not an outage).
+    fn too_slow(&self) {
+        if self.slow.fetch_add(1, Ordering::Relaxed) + 1 >= SLOW_IN_A_ROW {
+            tracing::warn!(
+                timeout_ms = self.timeout.as_millis() as u64,
+                "redis does not answer in time; signed requests answer 503 until it does"
+            );
+            self.down.store(true, Ordering::Relaxed);
         }
     }
 }
