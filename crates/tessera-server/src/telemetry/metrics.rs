@@ -16,8 +16,8 @@
 //! | `tessera_webhooks_received_total` | counter | `provider`, `outcome` |
 //! | `tessera_notifications_total` | counter | `channel`, `outcome` |
 //! | `tessera_qr_images_rendered_total` | counter | — (QR PNGs drawn for messages, item 5 of issue 22) |
-//! | `tessera_redis_round_trips_total` | counter | `script` (`signed`, `admitted`, `refused`, `give_back`) |
-//! | `tessera_redis_round_trip_seconds` | histogram | `script` |
+//! | `tessera_redis_round_trips_total` | counter | `script` (`signed`, `admitted`, `refused`, `give_back`): one per request's call (calls that arrive together share a round trip) |
+//! | `tessera_redis_round_trip_seconds` | histogram | `script`: from a request's call to its answer (its batch's round trip and the wait for it) |
 //! | `tessera_redis_errors_total` | counter | `script` (no answer in time, or an error) |
 use std::sync::OnceLock;
 
