@@ -137,6 +137,15 @@ error_responses! {
         429 => LIMIT_429,
     }
 
+    UssdErrors = ErrorEnvelope {
+        400 => "`validation_failed` naming `gateway` (an unknown gateway, answered before the body is read) or \
+                the gateway's missing or invalid field, or `malformed_json`: nothing is read or charged.",
+        401 => "`missing_auth` without `token`; `invalid_key` for a wrong token or an unknown account (alike, so the \
+                route does not tell which accounts exist).",
+        413 => "`payload_too_large`: the body is over the configured limit (1 MiB by default).",
+        429 => LIMIT_429,
+    }
+
     /// 401, 403 and 429 of a signed route that belongs to a module (D17.14).
     ModuleSignedErrors = ErrorEnvelope {
         401 => AUTH_401,

@@ -276,6 +276,7 @@ fn cases() -> Vec<(&'static str, Case)> {
         case!("POST /api/white-label/v1/withdrawals", withdrawals_create),
         case!("GET /api/white-label/v1/withdrawals/{id}", withdrawals_show),
         case!("POST /api/white-label/webhooks/{provider}", provider_webhook),
+        case!("POST /api/white-label/ussd/{gateway}/{account}", ussd_receive),
         case!("GET /healthz", health),
         case!("GET /readyz", health),
         case!("GET /api/white-label/portal/reseller", portal_console),
@@ -731,6 +732,40 @@ async fn provider_webhook(c: &Ctx) {
     drain(&c.p).await;
 }
 
+const A_USSD_TOKEN: &str = "alpha-ussd-callback-token-01";
+const B_USSD_TOKEN: &str = "bravo-ussd-callback-token-01";
+
+/// A gateway's request in Africa's Talking's wire to `slug`'s USSD route with `token`.
+async fn ussd_dial(c: &Ctx, slug: &str, token: &str, session: &str, text: &str) -> RawResponse {
+    let url = c.p.url(&format!("/api/white-label/ussd/africastalking/{slug}?token={token}"));
+    let form =
+        format!("sessionId={session}&serviceCode=*920*44%23&phoneNumber=233241234567&networkCode=62001&text={text}");
+    let req = c.p.http.post(url).header("content-type", "application/x-www-form-urlencoded").body(form);
+    raw(req.send().await.expect("send")).await
+}
+
+async fn ussd_receive(c: &Ctx) {
+    // B's own USSD code does not know A's nominees, and B's token does not open A's route.
+    let config = json!({"config": {"enabled": true, "callbackToken": B_USSD_TOKEN, "serviceCode": "*920*44#"}});
+    let (s, b) = c.p.signed_as(&c.b.private, Method::PATCH, &v1("/settings/ussd"), Some(config)).await;
+    assert_eq!(s, 200, "{b}");
+    let (s, list) =
+        c.p.signed_as(&c.a.private, Method::GET, &v1(&format!("/participants?campaignId={}", c.seed.voting)), None)
+            .await;
+    assert_eq!(s, 200, "{list}");
+    let code = list["data"][0]["code"].as_str().expect("A's nominee code").to_string();
+    let r = ussd_dial(c, &c.b.slug, B_USSD_TOKEN, "iso-b-1", &code).await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let screen = String::from_utf8_lossy(&r.body).to_string();
+    assert!(screen.starts_with("CON Unknown code"), "B's code answers A's nominee code as unknown: {screen}");
+    no_a_data(c, &r, &code);
+    for token in [B_USSD_TOKEN, ""] {
+        let r = ussd_dial(c, &c.a.slug, token, "iso-b-2", "").await;
+        assert_eq!(r.status, 401, "B at A's route: {}", String::from_utf8_lossy(&r.body));
+        no_a_data(c, &r, "");
+    }
+}
+
 async fn health(c: &Ctx) {
     for path in ["/healthz", "/readyz"] {
         let r = raw(c.p.http.get(c.p.url(path)).send().await.expect("send")).await;
@@ -757,6 +792,10 @@ async fn seed(backend: Backend) -> Ctx {
     let b_money_key = p.create_key(&b.slug, "private", None, ALL_PRIVATE_SCOPES, &["withdrawals"]).await;
     point_mail_at_sandbox(&p, &a.private).await;
     point_mail_at_sandbox(&p, &b.private).await;
+    // A takes votes by dial (the USSD case probes A's route with B's token).
+    let config = json!({"config": {"enabled": true, "callbackToken": A_USSD_TOKEN, "serviceCode": "*920*44#"}});
+    let (s, body) = p.signed_as(&a.private, Method::PATCH, "/api/white-label/v1/settings/ussd", Some(config)).await;
+    assert_eq!(s, 200, "{body}");
     // B has its own provider credentials (used by the webhook case).
     let own = p.sandbox.provider_url("provider_c");
     let (s, v) = p

@@ -254,8 +254,9 @@ async fn every_documented_operation_is_served(b: Backend) {
         if path.starts_with(V1) {
             assert_eq!(r.status, 401, "{what} without credentials: {}", String::from_utf8_lossy(&r.body));
             assert_error(&r, 401, "missing_auth");
-        } else if path.starts_with("/api/white-label/webhooks/") {
-            // Served: the made-up provider is refused before the body or a signature is read.
+        } else if path.starts_with("/api/white-label/webhooks/") || path.starts_with("/api/white-label/ussd/") {
+            // Served: the made-up provider or gateway is refused before the body or a signature
+            // or token is read.
             assert_error(&r, 400, "validation_failed");
         } else if path.starts_with(PORTAL) {
             // Sign-in answers the empty body with 400; the console wants a session (401). Both in
@@ -411,8 +412,8 @@ async fn every_request_body_has_an_example_and_closed_rules(b: Backend) {
             content.contains_key("example") || content.contains_key("examples") || schema["example"].is_object(),
             "{what}: the request body has no example"
         );
-        if path.starts_with("/api/white-label/webhooks/") {
-            continue; // the provider's own event: its fields are the provider's, not ours to close
+        if path.starts_with("/api/white-label/webhooks/") || path.starts_with("/api/white-label/ussd/") {
+            continue; // the provider's or the gateway's own wire: its fields are theirs, not ours to close
         }
         // A body of two forms (payments/initialize) is a oneOf of closed objects.
         let forms: Vec<Value> = match schema["oneOf"].as_array() {

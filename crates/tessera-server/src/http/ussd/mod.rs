@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
+use super::openapi::UssdErrors;
 use crate::domain::ussd::{normalize_msisdn, screen, Gateway};
 use crate::flows::ussd::{self, Reply, UssdRequest};
 use crate::flows::FlowError;
@@ -51,18 +52,15 @@ pub struct TokenQuery {
         (`sessionId, serviceCode, phoneNumber, networkCode, text`, inputs so far joined by `*`); Hubtel JSON \
         `{Type, Message, SessionId, Mobile, Operator, Sequence}`; Nalo JSON `{USERID, MSISDN, USERDATA, MSGTYPE, \
         NETWORK}`; Arkesel JSON `{sessionID, userID, newSession, msisdn, userData, network}`.",
-        content_type = "application/json"),
+        content_type = "application/json",
+        example = json!({"Type": "Initiation", "Message": "*920*44*AMA*5#", "SessionId": "3c2a9a7e", "Mobile": "233241234567",
+            "Operator": "mtn", "Sequence": 1})),
     responses(
         (status = 200, description = "The next screen in the gateway's wire: Africa's Talking `text/plain` \
             `CON …`/`END …`; Hubtel `{Type: Response|Release, Message}`; Nalo `{USERID, MSISDN, MSG, MSGTYPE}` \
             (MSGTYPE true while the session goes on); Arkesel `{sessionID, userID, msisdn, message, continueSession}`. \
             Every screen is at most 160 characters.", body = Object),
-        (status = 400, description = "`validation_failed` naming `gateway` or the gateway's missing field, or \
-            `malformed_json`: nothing is read or charged.", body = crate::http::error::ErrorEnvelope),
-        (status = 401, description = "`missing_auth` without `token`, `invalid_key` for a wrong token or an unknown \
-            account.", body = crate::http::error::ErrorEnvelope),
-        (status = 413, description = "`payload_too_large`.", body = crate::http::error::ErrorEnvelope),
-        (status = 429, description = "`rate_limited` (per IP).", body = crate::http::error::ErrorEnvelope),
+        UssdErrors,
     )
 )]
 pub async fn receive(
