@@ -119,47 +119,29 @@ pub(super) fn paystack_routes(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
+/// What a Paystack charge-creating call (`/transaction/initialize`, `/charge`) asks for, after
+/// the outage and auth checks: its body and the pending charge it describes.
+fn ps_charge_asked(shared: &Shared, headers: &HeaderMap, body: &Bytes) -> Result<(Obj, Charge), Box<Response>> {
+    let secret = ps_guard(shared, headers)?;
+    let bad = |m: &str| Box::new(ps_error(StatusCode::BAD_REQUEST, m));
+    let o = object(body).ok_or_else(|| bad("Invalid JSON body"))?;
+    let email = text(&o, "email").ok_or_else(|| bad("Email is required"))?;
+    let amount =
+        pesewas(&o, "amount").ok_or_else(|| bad("Invalid amount: a positive whole number of pesewas is required"))?;
+    let reference = text(&o, "reference").map(str::to_string).unwrap_or_else(|| format!("T{}", random_token(15)));
+    let currency = text(&o, "currency").unwrap_or("GHS");
+    let metadata = o.get("metadata").cloned().unwrap_or(Value::Null);
+    let c = Charge::pending(ProviderId::A, secret, &reference, amount, currency, email, metadata);
+    Ok((o, c))
+}
+
 async fn ps_initialize(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    let secret = match ps_guard(&shared, &headers) {
-        Ok(s) => s,
+    let (o, mut c) = match ps_charge_asked(&shared, &headers, &body) {
+        Ok(asked) => asked,
         Err(r) => return *r,
     };
-    let Some(o) = object(&body) else { return ps_error(StatusCode::BAD_REQUEST, "Invalid JSON body") };
-    let Some(email) = text(&o, "email") else { return ps_error(StatusCode::BAD_REQUEST, "Email is required") };
-    let Some(amount) = pesewas(&o, "amount") else {
-        return ps_error(StatusCode::BAD_REQUEST, "Invalid amount: a positive whole number of pesewas is required");
-    };
-    let reference = text(&o, "reference").map(str::to_string).unwrap_or_else(|| format!("T{}", random_token(15)));
-    let charge = {
-        let mut db = shared.db();
-        if db.charges.contains_key(&reference) {
-            Shared::count_prompt(&mut db, &reference);
-            None
-        } else {
-            let id = db.next_id();
-            let c = Charge {
-                id,
-                provider: ProviderId::A,
-                secret,
-                reference: reference.clone(),
-                amount,
-                currency: text(&o, "currency").unwrap_or("GHS").to_string(),
-                email: email.to_string(),
-                callback_url: text(&o, "callback_url").map(str::to_string),
-                metadata: o.get("metadata").cloned().unwrap_or(Value::Null),
-                access_code: random_token(16),
-                status: Outcome::Pending,
-                paid_at: None,
-                created_at: now_rfc3339(),
-                channel: Channel::Card,
-                phone: None,
-                network: None,
-                prompts: 1,
-            };
-            db.charges.insert(reference, c.clone());
-            Some(c)
-        }
-    };
+    c.callback_url = text(&o, "callback_url").map(str::to_string);
+    let charge = shared.open_charge(c);
     shared.charge_delay().await;
     let Some(charge) = charge else {
         return ps_error(StatusCode::BAD_REQUEST, "Duplicate Transaction Reference");
@@ -187,14 +169,9 @@ fn ps_network(provider: &str) -> Option<&'static str> {
 /// `POST /provider_a/charge` with `mobile_money {phone, provider}`: the prompt goes to the
 /// handset and the charge waits (`pay_offline`) until the control API settles it.
 async fn ps_charge_mobile_money(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    let secret = match ps_guard(&shared, &headers) {
-        Ok(s) => s,
+    let (o, mut c) = match ps_charge_asked(&shared, &headers, &body) {
+        Ok(asked) => asked,
         Err(r) => return *r,
-    };
-    let Some(o) = object(&body) else { return ps_error(StatusCode::BAD_REQUEST, "Invalid JSON body") };
-    let Some(email) = text(&o, "email") else { return ps_error(StatusCode::BAD_REQUEST, "Email is required") };
-    let Some(amount) = pesewas(&o, "amount") else {
-        return ps_error(StatusCode::BAD_REQUEST, "Invalid amount: a positive whole number of pesewas is required");
     };
     let Some(momo) = o.get("mobile_money").and_then(Value::as_object) else {
         return ps_error(StatusCode::BAD_REQUEST, "Please provide a valid payment channel: mobile_money is required");
@@ -206,37 +183,11 @@ async fn ps_charge_mobile_money(State(shared): State<Arc<Shared>>, headers: Head
     let Some(network) = text(momo, "provider").and_then(ps_network) else {
         return ps_error(StatusCode::BAD_REQUEST, "mobile_money.provider must be one of mtn, vod, atl");
     };
-    let reference = text(&o, "reference").map(str::to_string).unwrap_or_else(|| format!("T{}", random_token(15)));
-    let created = {
-        let mut db = shared.db();
-        if db.charges.contains_key(&reference) {
-            Shared::count_prompt(&mut db, &reference);
-            false
-        } else {
-            let id = db.next_id();
-            let c = Charge {
-                id,
-                provider: ProviderId::A,
-                secret,
-                reference: reference.clone(),
-                amount,
-                currency: text(&o, "currency").unwrap_or("GHS").to_string(),
-                email: email.to_string(),
-                callback_url: None,
-                metadata: o.get("metadata").cloned().unwrap_or(Value::Null),
-                access_code: random_token(16),
-                status: Outcome::Pending,
-                paid_at: None,
-                created_at: now_rfc3339(),
-                channel: Channel::MobileMoney,
-                phone: Some(phone.to_string()),
-                network: Some(network.to_string()),
-                prompts: 1,
-            };
-            db.charges.insert(reference.clone(), c);
-            true
-        }
-    };
+    let reference = c.reference.clone();
+    c.channel = Channel::MobileMoney;
+    c.phone = Some(phone.to_string());
+    c.network = Some(network.to_string());
+    let created = shared.open_charge(c).is_some();
     shared.charge_delay().await;
     if !created {
         return ps_error(StatusCode::BAD_REQUEST, "Duplicate Transaction Reference");
@@ -445,36 +396,12 @@ async fn gw_charge_create(State(gw): State<Gw>, headers: HeaderMap, body: Bytes)
         }
         Some(_) => return invalid("channel must be card or mobile_money"),
     };
-    let charge = {
-        let mut db = gw.shared.db();
-        if db.charges.contains_key(reference) {
-            Shared::count_prompt(&mut db, reference);
-            None
-        } else {
-            let id = db.next_id();
-            let c = Charge {
-                id,
-                provider: gw.provider,
-                secret,
-                reference: reference.to_string(),
-                amount,
-                currency: text(&o, "currency").unwrap_or("GHS").to_string(),
-                email: email.to_string(),
-                callback_url: text(&o, "callbackUrl").map(str::to_string),
-                metadata: o.get("metadata").cloned().unwrap_or(Value::Null),
-                access_code: random_token(16),
-                status: Outcome::Pending,
-                paid_at: None,
-                created_at: now_rfc3339(),
-                channel,
-                phone,
-                network,
-                prompts: 1,
-            };
-            db.charges.insert(reference.to_string(), c.clone());
-            Some(c)
-        }
-    };
+    let currency = text(&o, "currency").unwrap_or("GHS");
+    let metadata = o.get("metadata").cloned().unwrap_or(Value::Null);
+    let mut c = Charge::pending(gw.provider, secret, reference, amount, currency, email, metadata);
+    c.callback_url = text(&o, "callbackUrl").map(str::to_string);
+    (c.channel, c.phone, c.network) = (channel, phone, network);
+    let charge = gw.shared.open_charge(c);
     gw.shared.charge_delay().await;
     let Some(charge) = charge else {
         return gateway_error(StatusCode::CONFLICT, "duplicate_reference", "a charge with this reference exists");

@@ -337,6 +337,39 @@ pub(crate) struct Charge {
 }
 
 impl Charge {
+    /// A new pending card charge as a charge-creating call asks for it; the call sets what
+    /// else it carries (callback URL, mobile-money phone and network). Its id comes with
+    /// [`Shared::open_charge`].
+    pub fn pending(
+        provider: ProviderId,
+        secret: String,
+        reference: &str,
+        amount: i64,
+        currency: &str,
+        email: &str,
+        metadata: Value,
+    ) -> Charge {
+        Charge {
+            id: 0,
+            provider,
+            secret,
+            reference: reference.to_string(),
+            amount,
+            currency: currency.to_string(),
+            email: email.to_string(),
+            callback_url: None,
+            metadata,
+            access_code: random_token(16),
+            status: Outcome::Pending,
+            paid_at: None,
+            created_at: now_rfc3339(),
+            channel: Channel::Card,
+            phone: None,
+            network: None,
+            prompts: 1,
+        }
+    }
+
     /// What the sandbox charges: 1.95 %, rounded down, as a provider's fee would be.
     pub fn fees(&self) -> i64 {
         match self.status {
@@ -526,6 +559,19 @@ impl Shared {
                 _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
             }
         }
+    }
+
+    /// Records a new charge under a fresh id, or, when its reference is taken, counts the call
+    /// on the charge that has it and answers `None` (the caller refuses the duplicate).
+    pub fn open_charge(&self, mut c: Charge) -> Option<Charge> {
+        let mut db = self.db();
+        if db.charges.contains_key(&c.reference) {
+            Self::count_prompt(&mut db, &c.reference);
+            return None;
+        }
+        c.id = db.next_id();
+        db.charges.insert(c.reference.clone(), c.clone());
+        Some(c)
     }
 
     /// Counts a charge-creating call for `reference` on its charge (a refused duplicate too).

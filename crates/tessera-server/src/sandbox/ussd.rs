@@ -21,6 +21,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::providers::payments::wire::seg;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -184,19 +185,6 @@ fn dial_through(service_code: &str, dial: &str) -> Option<Vec<String>> {
     }
     let rest = rest.strip_prefix('*')?;
     Some(rest.split('*').map(str::to_string).collect())
-}
-
-/// A path segment with everything outside `[A-Za-z0-9._~-]` percent-encoded.
-fn seg(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// One request of the gateway's wire.

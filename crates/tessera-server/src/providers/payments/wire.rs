@@ -21,7 +21,7 @@ impl Answer {
 }
 
 /// A path segment with everything outside `[A-Za-z0-9._~-]` percent-encoded.
-pub(super) fn seg(s: &str) -> String {
+pub(crate) fn seg(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-') {
