@@ -1,8 +1,9 @@
 //! Crash safety of money (D6.2, D16.8, D16.13): `tessera serve` as a real process, SIGKILLed
 //! after a webhook was handed off (stored and answered 200) and before it was reconciled, or
-//! after the payout worker's transfer call and before its result was recorded. After a restart
-//! the charge is fulfilled exactly once, the withdrawal paid exactly once, and the money audit
-//! is clean.
+//! after the payout worker's transfer call and before its result was recorded, or after a USSD
+//! vote's mobile-money charge call reached the provider and before its answer came back. After a
+//! restart the charge is fulfilled exactly once, the withdrawal paid exactly once, the vote charged
+//! once and credited once, and the money audit is clean.
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -363,7 +364,149 @@ async fn a_sigkill_between_the_transfer_call_and_its_result_pays_withdrawals_onc
     assert_eq!(report["ok"], true, "{report}");
 }
 
+/// One gateway request in Africa's Talking's wire; the screen with its `CON `/`END `.
+async fn at_request(base: &str, text: &str) -> String {
+    let form =
+        format!("sessionId=crash-1&serviceCode=*920*44%23&phoneNumber=233241234567&networkCode=62001&text={text}");
+    let r = reqwest::Client::new()
+        .post(format!("{base}/api/white-label/ussd/africastalking/dial?token=crash-ussd-callback-token"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form)
+        .send()
+        .await
+        .expect("ussd");
+    assert_eq!(r.status().as_u16(), 200);
+    r.text().await.expect("text")
+}
+
+async fn a_sigkill_between_the_mobile_money_charge_call_and_its_result_charges_once(b: Backend) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = match &b {
+        Backend::Sqlite => None,
+        Backend::Postgres(_) => Some(crate::helpers::postgres_schema_url(&b).await),
+    };
+    let sandbox = Sandbox::start(SandboxOptions {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        smtp_listen: None,
+        notify_url: None,
+    })
+    .await
+    .expect("sandbox");
+    let server = Server { dir: dir.path().to_path_buf(), db, provider_url: sandbox.provider_url("provider_a") };
+    let config = dir.path().join("fast-lease.toml");
+    std::fs::write(&config, "[workers]\nlease_seconds = 1\n").expect("config");
+    let config = config.to_string_lossy().to_string();
+    let env = [("TESSERA_CONFIG", config.as_str()), ("TESSERA_PAYMENT_VERIFY_INTERVAL_SECONDS", "0.05")];
+    server.admin(&["account", "create", "--slug", "dial", "--name", "Dial Crash"]);
+    let key = server.admin(&[
+        "key",
+        "create",
+        "--account",
+        "dial",
+        "--kind",
+        "private",
+        "--scopes",
+        "campaigns:read,campaigns:write,settings:write,payments:write,tickets:read",
+    ]);
+    let addr = free_addr();
+    let base = format!("http://{addr}");
+    sandbox.set_notify_url(base.clone());
+    let client = Client::new(&base, key["keyId"].as_str().expect("keyId"), key["secret"].as_str().expect("secret"))
+        .expect("client");
+
+    // First life, no workers: a voting campaign, a nominee, USSD on, and a fan confirms 4 votes.
+    let mut first = server.start_with(&addr, false, &env);
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).expect("rfc3339");
+    let (s, c) = call(
+        &client,
+        Method::POST,
+        "/api/white-label/v1/campaigns",
+        Some(
+            json!({"title": "Crash Awards", "description": "Votes must survive a kill -9.", "campaign_type": "voting",
+            "vote_price": 2, "status": "approved", "start_date": fmt(now - time::Duration::days(1)),
+            "end_date": fmt(now + time::Duration::days(9))}),
+        ),
+    )
+    .await;
+    assert_eq!(s, 201, "{c}");
+    let campaign = c["data"]["id"].as_str().expect("id").to_string();
+    let (s, p) = call(
+        &client,
+        Method::POST,
+        "/api/white-label/v1/participants",
+        Some(json!({"campaignId": campaign, "name": "Ama Serwaa", "code": "AMA"})),
+    )
+    .await;
+    assert_eq!(s, 201, "{p}");
+    let ussd =
+        json!({"config": {"enabled": true, "callbackToken": "crash-ussd-callback-token", "serviceCode": "*920*44#"}});
+    let (s, u) = call(&client, Method::PATCH, "/api/white-label/v1/settings/ussd", Some(ussd)).await;
+    assert_eq!(s, 200, "{u}");
+    at_request(&base, "").await;
+    let end = at_request(&base, "AMA*4*1").await;
+    assert!(end.starts_with("END Approve GHS 8.00 on 0241234567"), "{end}");
+    first.kill().expect("SIGKILL");
+    first.wait().expect("reaped");
+
+    // Second life, with workers: the charge call reaches the sandbox, which answers 5 s late;
+    // killed while the answer is on its way.
+    sandbox.set_faults(tessera_server::sandbox::Faults { charge_delay_ms: 5_000, ..Default::default() });
+    let mut second = server.start_with(&addr, true, &env);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let reference = loop {
+        if let Some(c) = sandbox.charges_for_phone("0241234567").first() {
+            break c["reference"].as_str().expect("reference").to_string();
+        }
+        assert!(Instant::now() < deadline, "the charge worker never called the provider");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    second.kill().expect("SIGKILL");
+    second.wait().expect("reaped");
+    sandbox.set_faults(tessera_server::sandbox::Faults::default());
+
+    // Third life: the claim is redone after its lease; the provider refuses the reference it
+    // already has, so the charge stands and no second one is made. The handset approves it.
+    let mut third = server.start_with(&addr, true, &env);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sandbox.charge(&reference).is_some_and(|c| c["prompts"] == 1) {
+        assert!(Instant::now() < deadline, "the killed claim was never redone");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = reqwest::Client::new()
+        .post(format!("{}/sandbox/charges/{reference}/succeed", sandbox.base_url()))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("sandbox");
+    assert_eq!(r.status().as_u16(), 200);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (s, pay) = call(&client, Method::GET, &format!("/api/white-label/v1/payments/{reference}"), None).await;
+        assert_eq!(s, 200, "{pay}");
+        if pay["data"]["status"] == "success" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never credited: {pay}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let charges = sandbox.charges_for_phone("0241234567");
+    assert_eq!(charges.len(), 1, "one charge at the provider: {charges:?}");
+    assert_eq!(charges[0]["channel"], "mobile_money");
+    assert_eq!(charges[0]["amount"], 800);
+    let (_, list) =
+        call(&client, Method::GET, &format!("/api/white-label/v1/participants?campaignId={campaign}"), None).await;
+    assert_eq!(list["data"][0]["votes"], 4, "credited once: {list}");
+    third.kill().expect("stop");
+    third.wait().expect("reaped");
+    let audit = server.cmd().args(["admin", "ledger", "check", "--json"]).output().expect("ledger check");
+    let report: Value = serde_json::from_slice(&audit.stdout).unwrap_or(Value::Null);
+    assert!(audit.status.success(), "{report}");
+    assert_eq!(report["ok"], true, "{report}");
+}
+
 on_both!(
+    a_sigkill_between_the_mobile_money_charge_call_and_its_result_charges_once,
     a_sigkill_between_the_transfer_call_and_its_result_pays_withdrawals_once,
     a_sigkill_between_hand_off_and_reconciliation_loses_nothing_and_pays_once,
     the_money_audit_fails_on_a_ledger_that_does_not_add_up,
