@@ -55,8 +55,8 @@ local function ip_and_block(ip_key, block_key, emission, burst, now)
 end
 "#;
 
-/// The handlers, one per kind of request, each over its own keys `K` and arguments `A`, at the
-/// batch's `now` (µs).
+/// The handlers, one per kind of request, each over its own keys `K` and arguments `A` (below:
+/// `K[i]` is `KEYS[KO + i]`, `A[i]` is `ARGV[AO + i]`), at the batch's `now` (µs).
 ///
 /// `signed`, a verified signed request. K: epoch, ip limit, pair block, signature, nonce,
 /// account limit. A: timestamp ms, instance now ms, claim ttl ms, ip emission µs, ip burst,
@@ -74,51 +74,58 @@ end
 ///
 /// `give_back`, one unit back to an account bucket. K: the bucket. A: its emission µs.
 const LUA_HANDLERS: &str = r#"
+-- The handlers read their keys and arguments in place: KEYS[KO + i], ARGV[AO + i] (no table
+-- per request). EPOCH caches the replay epoch for the rest of the batch.
+local KO, AO, EPOCH = 0, 0, nil
 local H = {}
-H.signed = function(K, A, now)
-  local refused, ip = ip_and_block(K[2], K[3], tonumber(A[4]), tonumber(A[5]), now)
+H.signed = function(now)
+  local refused, ip = ip_and_block(KEYS[KO + 2], KEYS[KO + 3], tonumber(ARGV[AO + 4]), tonumber(ARGV[AO + 5]), now)
   if refused then return refused end
-  local epoch = tonumber(redis.call('GET', K[1]))
+  local epoch = EPOCH
   if not epoch then
-    epoch = tonumber(A[2])
-    redis.call('SET', K[1], A[2])
+    epoch = tonumber(redis.call('GET', KEYS[KO + 1]))
+    if not epoch then
+      epoch = tonumber(ARGV[AO + 2])
+      redis.call('SET', KEYS[KO + 1], ARGV[AO + 2])
+    end
+    EPOCH = epoch
   end
-  if tonumber(A[1]) < epoch then return {3} end
-  if not redis.call('SET', K[4], '1', 'NX', 'PX', A[3]) then return {4} end
-  if not redis.call('SET', K[5], '1', 'NX', 'PX', A[3]) then return {4} end
-  local acct = gcra(K[6], now, tonumber(A[6]), tonumber(A[7]))
+  if tonumber(ARGV[AO + 1]) < epoch then return {3} end
+  if not redis.call('SET', KEYS[KO + 4], '1', 'NX', 'PX', ARGV[AO + 3]) then return {4} end
+  if not redis.call('SET', KEYS[KO + 5], '1', 'NX', 'PX', ARGV[AO + 3]) then return {4} end
+  local acct = gcra(KEYS[KO + 6], now, tonumber(ARGV[AO + 6]), tonumber(ARGV[AO + 7]))
   return {0, ip[2], ip[3], acct[1], acct[2], acct[3]}
 end
-H.admitted = function(K, A, now)
-  local refused, ip = ip_and_block(K[1], K[2], tonumber(A[1]), tonumber(A[2]), now)
+H.admitted = function(now)
+  local refused, ip = ip_and_block(KEYS[KO + 1], KEYS[KO + 2], tonumber(ARGV[AO + 1]), tonumber(ARGV[AO + 2]), now)
   if refused then return refused end
-  local acct = gcra(K[3], now, tonumber(A[3]), tonumber(A[4]))
+  local acct = gcra(KEYS[KO + 3], now, tonumber(ARGV[AO + 3]), tonumber(ARGV[AO + 4]))
   return {0, ip[2], ip[3], acct[1], acct[2], acct[3]}
 end
-H.refused = function(K, A, now)
-  local ip = gcra(K[1], now, tonumber(A[1]), tonumber(A[2]))
+H.refused = function(now)
+  local ip = gcra(KEYS[KO + 1], now, tonumber(ARGV[AO + 1]), tonumber(ARGV[AO + 2]))
   if ip[1] == 0 then return {2, ip[3]} end
-  local limit = tonumber(A[3])
+  local limit = tonumber(ARGV[AO + 3])
   if limit > 0 then
-    local blocked = redis.call('PTTL', K[2])
+    local blocked = redis.call('PTTL', KEYS[KO + 2])
     if blocked > 0 then return {1, blocked} end
-    local n = redis.call('INCR', K[3])
-    if n == 1 then redis.call('PEXPIRE', K[3], A[4]) end
+    local n = redis.call('INCR', KEYS[KO + 3])
+    if n == 1 then redis.call('PEXPIRE', KEYS[KO + 3], ARGV[AO + 4]) end
     if n >= limit then
-      redis.call('SET', K[2], '1', 'PX', A[5])
-      redis.call('DEL', K[3])
+      redis.call('SET', KEYS[KO + 2], '1', 'PX', ARGV[AO + 5])
+      redis.call('DEL', KEYS[KO + 3])
     end
   end
   return {0, ip[2], ip[3]}
 end
-H.give_back = function(K, A, now)
-  local tat = tonumber(redis.call('GET', K[1]))
+H.give_back = function(now)
+  local tat = tonumber(redis.call('GET', KEYS[KO + 1]))
   if not tat then return {0} end
-  local back = tat - tonumber(A[1])
+  local back = tat - tonumber(ARGV[AO + 1])
   if back <= now then
-    redis.call('DEL', K[1])
+    redis.call('DEL', KEYS[KO + 1])
   else
-    redis.call('SET', K[1], string.format('%d', back), 'PX', math.max(1, math.ceil((back - now) / 1000)))
+    redis.call('SET', KEYS[KO + 1], string.format('%d', back), 'PX', math.max(1, math.ceil((back - now) / 1000)))
   end
   return {1}
 end
@@ -126,19 +133,18 @@ end
 
 /// The one script every round trip runs: a batch of requests, each `handler, #keys, #args,
 /// args…` in ARGV after the count, its keys in order in KEYS. Answers one reply per request.
-/// One `TIME` for the batch: its requests arrived together.
+/// One `TIME` and at most one read of the replay epoch for the batch: its requests arrived
+/// together, and nothing else writes the epoch while the script runs.
 const LUA_BATCH: &str = r#"
 local now = now_us()
 local out = {}
-local ki, ai = 1, 2
+local ki, ai = 0, 1
 for i = 1, tonumber(ARGV[1]) do
-  local h, nk, na = H[ARGV[ai]], tonumber(ARGV[ai + 1]), tonumber(ARGV[ai + 2])
+  local h, nk, na = H[ARGV[ai + 1]], tonumber(ARGV[ai + 2]), tonumber(ARGV[ai + 3])
   ai = ai + 3
-  local K, A = {}, {}
-  for j = 1, nk do K[j] = KEYS[ki + j - 1] end
-  for j = 1, na do A[j] = ARGV[ai + j - 1] end
+  KO, AO = ki, ai
+  out[i] = h(now)
   ki, ai = ki + nk, ai + na
-  out[i] = h(K, A, now)
 end
 return out
 "#;
