@@ -159,7 +159,30 @@ async fn a_cors_preflight_from_an_approved_origin_is_answered_204(b: Backend) {
     assert!(r.headers.get("access-control-allow-origin").is_none());
 }
 
+async fn with_ticketing_off_the_storefront_lists_no_ticket_types(b: Backend) {
+    let app = spawn(b).await;
+    let s = shop(&app).await;
+    let off = json!({"config": {"modules": {"ticketing": false}}});
+    let (st, body) =
+        app.signed(tessera_client::Method::PATCH, "/api/white-label/v1/settings/operations", Some(off)).await;
+    assert_eq!(st, 200, "{body}");
+    // The ticket-type routes answer 403 module_disabled (D17.44); the storefront does not serve
+    // what they would, and still lists the campaigns.
+    let r = app.public_get(STOREFRONT, &app.account.public, &app.account.domain).await;
+    let body = r.json();
+    assert_eq!(r.status, 200, "{body}");
+    assert_eq!(campaign_ids(&body), BTreeSet::from([s.approved.clone(), s.second.clone()]), "{body}");
+    assert_eq!(campaign(&body, &s.approved)["ticketTypes"], json!([]), "{body}");
+    let on = json!({"config": {"modules": {"ticketing": true}}});
+    let (st, body) =
+        app.signed(tessera_client::Method::PATCH, "/api/white-label/v1/settings/operations", Some(on)).await;
+    assert_eq!(st, 200, "{body}");
+    let r = app.public_get(STOREFRONT, &app.account.public, &app.account.domain).await;
+    assert_eq!(names(&campaign(&r.json(), &s.approved)["ticketTypes"]), strings(&["Regular"]));
+}
+
 on_both!(
+    with_ticketing_off_the_storefront_lists_no_ticket_types,
     the_storefront_shows_approved_campaigns_with_their_active_ticket_types,
     a_campaign_key_sees_only_its_campaign_in_the_storefront,
     the_storefront_needs_campaigns_read_and_tickets_read,

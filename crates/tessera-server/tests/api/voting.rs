@@ -246,7 +246,16 @@ async fn the_leaderboard_is_refused_where_it_does_not_exist_or_may_not_be_read(b
     }
     let r = send(&app, &app.account.private, Method::GET, &board_path(&shown), None).await;
     assert_error(&r, 403, "module_disabled");
+    // The storefront leaves out what the closed routes would serve: no nominees.
+    let r = public(&app, &app.account.public, "/api/white-label/v1/storefront").await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let items = r.json()["data"]["campaigns"].as_array().expect("campaigns").clone();
+    assert!(items.iter().any(|c| c["id"] == shown.as_str()), "the campaign is still listed: {items:?}");
+    assert!(items.iter().all(|c| c.get("participants").is_none()), "no nominees with voting off: {items:?}");
     modules(&app, Value::Null).await;
+    let r = public(&app, &app.account.public, "/api/white-label/v1/storefront").await;
+    let items = r.json()["data"]["campaigns"].as_array().expect("campaigns").clone();
+    assert!(items.iter().any(|c| c["id"] == shown.as_str() && c["participants"].is_array()), "{items:?}");
     let r = public(&app, &app.account.public, &board_path(&shown)).await;
     assert_eq!(r.status, 200, "{}", r.json());
 }

@@ -9,6 +9,7 @@ use super::campaigns::CampaignOut;
 use super::participants::PublicParticipantOut;
 use super::ticket_types::TicketTypeOut;
 use crate::domain::campaigns::CampaignType;
+use crate::flows::modules::{self, Module};
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::ApiResult;
 use crate::http::extract::{scope, DomainKey};
@@ -44,7 +45,7 @@ pub struct StorefrontOut {
     get, path = "/api/white-label/v1/storefront", operation_id = "storefront_show", tag = "public",
     security(("domainKey" = [])),
     responses(
-        (status = 200, description = "Approved campaigns with their active ticket types; voting campaigns also with `participants`, their active nominees (D17.17)", body = Envelope<StorefrontOut>),
+        (status = 200, description = "Approved campaigns with their active ticket types; voting campaigns also with `participants`, their active nominees (D17.17). While the account's ticketing or voting module is off (D17.44), no ticket types or no participants", body = Envelope<StorefrontOut>),
         DomainKeyErrors,
     )
 )]
@@ -58,16 +59,22 @@ pub async fn show(State(state): State<AppState>, caller: DomainKey<scope::Storef
         ..Default::default()
     };
     let (campaigns, _) = state.store.list_campaigns(&caller.account_id, &query).await?;
-    let ids: Vec<String> = campaigns.iter().map(|c| c.id.clone()).collect();
+    // What a module that is off would serve stays out (D17.44): its routes answer 403.
+    let voting_on = modules::require(&state, &caller.account_id, Module::Voting).await.is_ok();
+    let ticketing_on = modules::require(&state, &caller.account_id, Module::Ticketing).await.is_ok();
+    let ids: Vec<String> = campaigns.iter().filter(|_| ticketing_on).map(|c| c.id.clone()).collect();
     let mut types = state.store.active_ticket_types_of(&caller.account_id, &ids).await?;
-    let voting: Vec<String> =
-        campaigns.iter().filter(|c| c.campaign_type == CampaignType::Voting).map(|c| c.id.clone()).collect();
+    let voting: Vec<String> = campaigns
+        .iter()
+        .filter(|c| voting_on && c.campaign_type == CampaignType::Voting)
+        .map(|c| c.id.clone())
+        .collect();
     let mut nominees = state.store.public_participants_of(&caller.account_id, &voting).await?;
     let campaigns = campaigns
         .into_iter()
         .map(|c| {
             let mine: Vec<TicketTypeOut> = types.extract_if(.., |t| t.campaign_id == c.id).map(Into::into).collect();
-            let participants = (c.campaign_type == CampaignType::Voting)
+            let participants = (voting_on && c.campaign_type == CampaignType::Voting)
                 .then(|| nominees.extract_if(.., |p| p.campaign_id == c.id).map(Into::into).collect());
             StorefrontCampaign { campaign: CampaignOut::from(c, false), ticket_types: mine, participants }
         })
