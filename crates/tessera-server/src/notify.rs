@@ -11,7 +11,6 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use minijinja::{context, Environment};
-use secrecy::ExposeSecret;
 use serde_json::{json, Value};
 
 use crate::domain::money::to_ghs;
@@ -446,12 +445,6 @@ fn strip_tags(html: &str) -> String {
     out
 }
 
-/// Decrypts a sealed settings secret at `path` (`notifications.config.sms.apiKey` …).
-fn unseal(state: &AppState, account_id: &str, path: &str, sealed: Option<&str>) -> Option<String> {
-    let plain = state.keyring().decrypt(&format!("settings:{account_id}:{path}"), sealed?)?;
-    String::from_utf8(plain.expose_secret().clone()).ok()
-}
-
 /// Where and as whom e-mail goes out.
 struct Smtp {
     host: String,
@@ -470,7 +463,8 @@ fn smtp_for(
 ) -> Result<Smtp, String> {
     let platform_from = state.config.email.from.clone();
     let smtp = if let Some(e) = &notifications.email {
-        let password = unseal(state, account_id, "notifications.config.email.password", e.password_sealed.as_deref());
+        let password =
+            state.unseal_setting(account_id, "notifications.config.email.password", e.password_sealed.as_deref());
         let credentials = e.username.clone().map(|u| (u, password.unwrap_or_default()));
         let from = match (&e.from_address, e.from_name.as_deref().or_else(|| str_of(branding, "platformName"))) {
             (Some(a), Some(n)) => format!("{} <{a}>", n.replace(['<', '>', '"'], "")),
@@ -635,7 +629,8 @@ pub async fn send_sms(state: &AppState, n: &Notification, m: &Rendered) -> Resul
     let sms = notifications_settings(state, &n.account_id).await?.sms;
     let branding = settings_category(state, &n.account_id, "branding").await.map_err(|e| e.to_string())?;
     let base = sms.base_url.as_deref().ok_or("the account has no SMS gateway (notifications.sms.baseUrl)")?;
-    let key = unseal(state, &n.account_id, "notifications.config.sms.apiKey", sms.api_key_sealed.as_deref())
+    let key = state
+        .unseal_setting(&n.account_id, "notifications.config.sms.apiKey", sms.api_key_sealed.as_deref())
         .ok_or("the account's SMS gateway has no usable apiKey")?;
     let from = sms.sender_id.as_deref().or_else(|| str_of(&branding, "platformName")).unwrap_or("Tessera").to_string();
     let url = format!("{}/messages", base.trim_end_matches('/'));

@@ -52,6 +52,15 @@ impl AppState {
     pub fn keyring(&self) -> &Keyring {
         self.directory.keyring()
     }
+
+    /// Opens a sealed settings secret of the account at `path`
+    /// (`notifications.config.sms.apiKey`, `ussd.config.callbackToken` …); `None` when there is
+    /// none or it does not open.
+    pub fn unseal_setting(&self, account_id: &str, path: &str, sealed: Option<&str>) -> Option<String> {
+        use secrecy::ExposeSecret as _;
+        let plain = self.keyring().decrypt(&format!("settings:{account_id}:{path}"), sealed?)?;
+        String::from_utf8(plain.expose_secret().clone()).ok()
+    }
 }
 
 impl Deref for AppState {

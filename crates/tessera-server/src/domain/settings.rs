@@ -364,6 +364,35 @@ fn sealed_at(v: &Value, key: &str) -> Option<String> {
     v.get(key)?.get(SEALED)?.as_str().map(str::to_string)
 }
 
+/// The `ussd` category (D17.19, D17.40).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UssdSettings {
+    /// Answers only when `true`.
+    pub enabled: bool,
+    /// The sealed `callbackToken`.
+    pub token_sealed: Option<String>,
+    pub service_code: Option<String>,
+    /// The one voting campaign the code serves; every approved one when unset.
+    pub campaign_id: Option<String>,
+    pub provider: Option<ProviderId>,
+    /// 1000 unless a count of 1 or more is set.
+    pub max_votes: i64,
+}
+
+impl UssdSettings {
+    /// The typed view of a stored `ussd` object (`{}` when never written).
+    pub fn from_value(v: &Value) -> Self {
+        UssdSettings {
+            enabled: v.get("enabled").and_then(Value::as_bool).unwrap_or(false),
+            token_sealed: sealed_at(v, "callbackToken"),
+            service_code: setting_str(v, "serviceCode"),
+            campaign_id: setting_str(v, "campaignId"),
+            provider: setting_str(v, "provider").and_then(|p| ProviderId::parse(&p)),
+            max_votes: v.get("maxVotes").and_then(Value::as_i64).filter(|n| *n >= 1).unwrap_or(1000),
+        }
+    }
+}
+
 /// The `notifications` category (D9.2, D13.2–D13.3).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NotificationsSettings {

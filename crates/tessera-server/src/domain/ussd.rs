@@ -193,6 +193,11 @@ pub mod screen {
         fit(format!("{} cannot receive votes.\nEnter another nominee code:", short(name, 40)))
     }
 
+    /// A nominee who stopped taking votes between the count and the confirmation.
+    pub fn not_votable_end(name: &str) -> String {
+        fit(format!("{} cannot receive votes.", short(name, 40)))
+    }
+
     pub fn closed(name: &str) -> String {
         fit(format!("Voting for {} is closed.\nEnter another nominee code:", short(name, 40)))
     }
@@ -321,6 +326,7 @@ mod tests {
             screen::ask_code(&long),
             screen::unknown_code(&long),
             screen::not_votable(&long),
+            screen::not_votable_end(&long),
             screen::closed(&long),
             screen::ask_count(&n, 1_000_000),
             screen::bad_count(1_000_000),

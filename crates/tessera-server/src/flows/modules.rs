@@ -42,10 +42,16 @@ pub fn is_on(operations: Option<&Value>, module: Module) -> bool {
     ops.modules.iter().find(|(m, _)| *m == module.name()).is_none_or(|(_, on)| *on)
 }
 
+/// Whether the account has `module` on (a route that does not refuse, but leaves out what the
+/// module serves, asks this).
+pub async fn enabled(state: &AppState, account_id: &str, module: Module) -> FlowResult<bool> {
+    let view = state.directory.account_view(account_id).await?;
+    Ok(is_on(view.settings.get("operations"), module))
+}
+
 /// Refuses with 403 `module_disabled` when the account turned `module` off.
 pub async fn require(state: &AppState, account_id: &str, module: Module) -> FlowResult<()> {
-    let view = state.directory.account_view(account_id).await?;
-    if is_on(view.settings.get("operations"), module) {
+    if enabled(state, account_id, module).await? {
         return Ok(());
     }
     Err(DomainError::Refused {

@@ -41,9 +41,8 @@ pub fn credentials(
     }
     let own = settings.own.get(id.as_str())?;
     let sealed = own.sealed_secret.as_deref()?;
-    let path = format!("settings:{account_id}:payments.config.providers.{}.secretKey", id.as_str());
-    let plain = state.keyring().decrypt(&path, sealed)?;
-    let secret = String::from_utf8(plain.expose_secret().clone()).ok()?;
+    let path = format!("payments.config.providers.{}.secretKey", id.as_str());
+    let secret = state.unseal_setting(account_id, &path, Some(sealed))?;
     let (base_url, account_supplied) = match &own.base_url {
         Some(url) => (url.clone(), true),
         None => (platform.base_url.clone(), false),

@@ -17,15 +17,13 @@
 //!    late, D16.4), in the same transaction as the session.
 //! 6. The session is saved only if no other request saved it since it was read; the loser of
 //!    such a race shows the winner's screen.
-use secrecy::ExposeSecret;
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
-use crate::domain::campaigns::Campaign;
-use crate::domain::campaigns::{CampaignStatus, CampaignType};
+use crate::domain::campaigns::{Campaign, CampaignStatus, CampaignType};
 use crate::domain::participants::ParticipantStatus;
 use crate::domain::payments::{retry_delay_ms, Order, TransactionType, TxStatus};
-use crate::domain::settings::PaymentsSettings;
+use crate::domain::settings::UssdSettings;
 use crate::domain::time::now_ms;
 use crate::domain::ussd::{self, screen, Gateway, Network, Nominee, Step, TRIES};
 use crate::domain::DomainError;
@@ -82,34 +80,6 @@ impl Reply {
     }
 }
 
-/// The account's `ussd` settings (D17.19, D17.40), read from the stored category.
-struct UssdSettings {
-    enabled: bool,
-    sealed_token: Option<String>,
-    service_code: Option<String>,
-    campaign_id: Option<String>,
-    provider: Option<ProviderId>,
-    max_votes: i64,
-}
-
-impl UssdSettings {
-    fn from_value(v: &Value) -> Self {
-        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
-        UssdSettings {
-            enabled: v.get("enabled").and_then(Value::as_bool).unwrap_or(false),
-            sealed_token: v
-                .get("callbackToken")
-                .and_then(|t| t.get(crate::domain::settings::SEALED))
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            service_code: text("serviceCode").map(str::to_string),
-            campaign_id: text("campaignId").map(str::to_string),
-            provider: text("provider").and_then(ProviderId::parse),
-            max_votes: v.get("maxVotes").and_then(Value::as_i64).filter(|n| *n >= 1).unwrap_or(1000),
-        }
-    }
-}
-
 fn unauthorized(message: &str) -> FlowError {
     DomainError::Refused { status: 401, code: "invalid_key", message: message.to_string() }.into()
 }
@@ -131,10 +101,10 @@ async fn authorize(state: &AppState, slug: &str, token: Option<&str>) -> FlowRes
         Err(e) => return Err(e.into()),
     };
     let settings = UssdSettings::from_value(&state.store.settings_category(&account.id, "ussd").await?);
-    let path = format!("settings:{}:ussd.config.callbackToken", account.id);
-    let expected =
-        settings.sealed_token.as_deref().and_then(|s| state.keyring().decrypt(&path, s)).ok_or_else(refused)?;
-    if !bool::from(expected.expose_secret().as_slice().ct_eq(token.as_bytes())) {
+    let expected = state
+        .unseal_setting(&account.id, "ussd.config.callbackToken", settings.token_sealed.as_deref())
+        .ok_or_else(refused)?;
+    if !bool::from(expected.as_bytes().ct_eq(token.as_bytes())) {
         return Err(refused());
     }
     Ok((account, settings))
@@ -149,7 +119,7 @@ pub async fn handle(
     req: UssdRequest,
 ) -> FlowResult<Reply> {
     let (account, settings) = authorize(state, slug, token).await?;
-    let voting_on = modules::require(state, &account.id, Module::Voting).await.is_ok();
+    let voting_on = modules::enabled(state, &account.id, Module::Voting).await?;
     if !settings.enabled || !voting_on || account.status != crate::domain::accounts::AccountStatus::Enabled {
         return Ok(Reply::end(screen::not_available()));
     }
@@ -157,8 +127,7 @@ pub async fn handle(
     let mut turn = Turn { state, account: &account, settings: &settings, req: &req, effect: None };
     let now = now_ms();
     let (mut session, read_at, inputs) = match (&req.kind, stored) {
-        (RequestKind::Abort, Some(s)) => {
-            let mut s = s;
+        (RequestKind::Abort, Some(mut s)) => {
             let read_at = s.updated_at;
             s.ended = true;
             s.step = Step::Ended;
@@ -182,23 +151,21 @@ pub async fn handle(
         }
         // A repeated first request: the screen again.
         (RequestKind::Start { .. }, Some(s)) => return Ok(Reply { screen: s.screen, end: false }),
-        (RequestKind::Cumulative { inputs }, Some(s)) => {
+        (RequestKind::Cumulative { inputs }, Some(mut s)) => {
             let done = usize::try_from(s.inputs).unwrap_or(usize::MAX);
             if inputs.len() <= done {
                 return Ok(Reply { screen: s.screen, end: false });
             }
             let new = inputs[done..].to_vec();
             let read_at = s.updated_at;
-            let mut s = s;
             s.inputs = i64::try_from(inputs.len()).unwrap_or(i64::MAX);
             (s, Some(read_at), new)
         }
-        (RequestKind::Input { input, sequence }, Some(s)) => {
+        (RequestKind::Input { input, sequence }, Some(mut s)) => {
             if sequence.is_some_and(|q| q <= s.sequence) {
                 return Ok(Reply { screen: s.screen, end: false });
             }
             let read_at = s.updated_at;
-            let mut s = s;
             s.inputs += 1;
             if let Some(q) = sequence {
                 s.sequence = *q;
@@ -237,6 +204,11 @@ struct Turn<'a> {
     effect: Option<Effect>,
 }
 
+/// What the caller reads of a nominee and its campaign.
+fn nominee_of(p: &Participant, c: &Campaign) -> Nominee {
+    Nominee { name: p.name.clone(), campaign: c.title.clone(), vote_price: c.vote_price.unwrap_or(0) }
+}
+
 /// What a typed code finds.
 enum Found {
     Votable(Box<(Participant, Campaign)>),
@@ -248,16 +220,16 @@ enum Found {
 impl Turn<'_> {
     /// A new session at its first screen, and the inputs given with the dial.
     async fn open(
-        &mut self,
+        &self,
         gateway: Gateway,
         dial: Option<&str>,
         given: &[String],
         now: i64,
     ) -> FlowResult<(UssdSession, Vec<String>)> {
-        let mut inputs = given.to_vec();
-        if let Some(dial) = dial {
-            inputs = ussd::dial_inputs(self.settings.service_code.as_deref(), dial);
-        }
+        let inputs = match dial {
+            Some(dial) => ussd::dial_inputs(self.settings.service_code.as_deref(), dial),
+            None => given.to_vec(),
+        };
         let network = self
             .req
             .network
@@ -350,12 +322,8 @@ impl Turn<'_> {
     async fn nominee(&self, participant_id: &str) -> FlowResult<(Participant, Campaign, Nominee)> {
         let p = self.state.store.participant(&self.account.id, participant_id).await?;
         let c = self.state.store.campaign(&self.account.id, &p.campaign_id).await?;
-        let n = Nominee { name: p.name.clone(), campaign: c.title.clone(), vote_price: c.vote_price.unwrap_or(0) };
+        let n = nominee_of(&p, &c);
         Ok((p, c, n))
-    }
-
-    async fn payments(&self) -> FlowResult<PaymentsSettings> {
-        Ok(payments_settings(self.state, &self.account.id).await?)
     }
 
     /// Moves the session by one input (D17.20, D17.22).
@@ -389,7 +357,7 @@ impl Turn<'_> {
                 let retry = match found {
                     Found::Votable(found) => {
                         let (p, c) = *found;
-                        let n = Nominee { name: p.name, campaign: c.title, vote_price: c.vote_price.unwrap_or(0) };
+                        let n = nominee_of(&p, &c);
                         s.screen = screen::ask_count(&n, self.settings.max_votes);
                         s.step = Step::AskCount { participant_id: p.id, tries: 0 };
                         return Ok(());
@@ -413,7 +381,7 @@ impl Turn<'_> {
             Step::AskCount { participant_id, tries } => match ussd::parse_count(input, self.settings.max_votes) {
                 Some(votes) => {
                     let (_, _, n) = self.nominee(&participant_id).await?;
-                    let settings = self.payments().await?;
+                    let settings = payments_settings(self.state, &self.account.id).await?;
                     let total = fee_policy(self.state, &settings).quote(n.vote_price.saturating_mul(votes)).amount;
                     s.screen = screen::confirm(&n, votes, total);
                     s.step = Step::Confirm { participant_id, votes };
@@ -451,7 +419,7 @@ impl Turn<'_> {
     ) -> Result<(crate::store::payments::NewTransaction, Nominee), String> {
         let (p, c, n) = self.nominee(participant_id).await.map_err(|_| screen::failed())?;
         if p.status != ParticipantStatus::Active {
-            return Err(screen::not_votable(&p.name).lines().next().unwrap_or_default().to_string());
+            return Err(screen::not_votable_end(&p.name));
         }
         let order = Order {
             kind: TransactionType::Vote,

@@ -60,8 +60,8 @@ pub async fn show(State(state): State<AppState>, caller: DomainKey<scope::Storef
     };
     let (campaigns, _) = state.store.list_campaigns(&caller.account_id, &query).await?;
     // What a module that is off would serve stays out (D17.44): its routes answer 403.
-    let voting_on = modules::require(&state, &caller.account_id, Module::Voting).await.is_ok();
-    let ticketing_on = modules::require(&state, &caller.account_id, Module::Ticketing).await.is_ok();
+    let voting_on = modules::enabled(&state, &caller.account_id, Module::Voting).await?;
+    let ticketing_on = modules::enabled(&state, &caller.account_id, Module::Ticketing).await?;
     let ids: Vec<String> = campaigns.iter().filter(|_| ticketing_on).map(|c| c.id.clone()).collect();
     let mut types = state.store.active_ticket_types_of(&caller.account_id, &ids).await?;
     let voting: Vec<String> = campaigns
