@@ -21,6 +21,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::domain::ussd::{normalize_msisdn, Gateway, Network};
 use crate::providers::payments::wire::seg;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -41,48 +42,18 @@ pub(super) fn routes(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// The USSD gateways the sandbox plays.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Gateway {
-    AfricasTalking,
-    Hubtel,
-    Nalo,
-    Arkesel,
-}
-
-impl Gateway {
-    fn parse(s: &str) -> Option<Gateway> {
-        match s {
-            "africastalking" => Some(Gateway::AfricasTalking),
-            "hubtel" => Some(Gateway::Hubtel),
-            "nalo" => Some(Gateway::Nalo),
-            "arkesel" => Some(Gateway::Arkesel),
-            _ => None,
-        }
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Gateway::AfricasTalking => "africastalking",
-            Gateway::Hubtel => "hubtel",
-            Gateway::Nalo => "nalo",
-            Gateway::Arkesel => "arkesel",
-        }
-    }
-
-    /// The gateway's name for a network (`mtn`, `vod`, `atl`).
-    fn network(self, network: &str) -> &'static str {
-        match (self, network) {
-            (Gateway::AfricasTalking, "vod") => "62002",
-            (Gateway::AfricasTalking, "atl") => "62003",
-            (Gateway::AfricasTalking, _) => "62001",
-            (Gateway::Hubtel, "vod") => "vodafone",
-            (Gateway::Hubtel, "atl") => "airteltigo",
-            (Gateway::Hubtel, _) => "mtn",
-            (_, "vod") => "VODAFONE",
-            (_, "atl") => "AIRTELTIGO",
-            _ => "MTN",
-        }
+/// A gateway's own name for a network (`mtn`, `vod`, `atl`).
+fn wire_network(gateway: Gateway, network: &str) -> &'static str {
+    match (gateway, network) {
+        (Gateway::AfricasTalking, "vod") => "62002",
+        (Gateway::AfricasTalking, "atl") => "62003",
+        (Gateway::AfricasTalking, _) => "62001",
+        (Gateway::Hubtel, "vod") => "vodafone",
+        (Gateway::Hubtel, "atl") => "airteltigo",
+        (Gateway::Hubtel, _) => "mtn",
+        (_, "vod") => "VODAFONE",
+        (_, "atl") => "AIRTELTIGO",
+        _ => "MTN",
     }
 }
 
@@ -152,29 +123,6 @@ impl Sessions {
     }
 }
 
-/// The number's operator by its prefix (Ghana's ranges), else MTN.
-fn network_by_prefix(msisdn: &str) -> &'static str {
-    let local = msisdn.strip_prefix("233").unwrap_or(msisdn);
-    match local.get(..2) {
-        Some("20" | "50") => "vod",
-        Some("26" | "27" | "56" | "57") => "atl",
-        _ => "mtn",
-    }
-}
-
-/// `+233…`, `233…` or `0…` (10 digits) as `233…`.
-fn parse_msisdn(s: &str) -> Option<String> {
-    let s = s.trim();
-    let digits = s.strip_prefix('+').unwrap_or(s);
-    if digits.len() < 9 || digits.len() > 15 || !digits.chars().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    match digits.strip_prefix('0') {
-        Some(rest) if rest.len() == 9 => Some(format!("233{rest}")),
-        _ => Some(digits.to_string()),
-    }
-}
-
 /// The inputs dialled after the service code: `*920*44#` and `*920*44*ABC*5#` → `[]`, `[ABC, 5]`;
 /// `None` when the dial is not that code.
 fn dial_through(service_code: &str, dial: &str) -> Option<Vec<String>> {
@@ -203,7 +151,7 @@ fn request(s: &Session, dial: Option<&str>, input: Option<&str>) -> WireBody {
                 .append_pair("sessionId", &s.wire_id)
                 .append_pair("serviceCode", &s.service_code)
                 .append_pair("phoneNumber", &format!("+{}", s.msisdn))
-                .append_pair("networkCode", s.gateway.network(&s.network))
+                .append_pair("networkCode", wire_network(s.gateway, &s.network))
                 .append_pair("text", &s.inputs.join("*"))
                 .finish(),
         ),
@@ -212,7 +160,7 @@ fn request(s: &Session, dial: Option<&str>, input: Option<&str>) -> WireBody {
             "Message": data,
             "SessionId": s.wire_id,
             "Mobile": s.msisdn,
-            "Operator": s.gateway.network(&s.network),
+            "Operator": wire_network(s.gateway, &s.network),
             "Sequence": s.sent,
         })),
         Gateway::Nalo => WireBody::Json(json!({
@@ -220,7 +168,7 @@ fn request(s: &Session, dial: Option<&str>, input: Option<&str>) -> WireBody {
             "MSISDN": s.msisdn,
             "USERDATA": data,
             "MSGTYPE": first,
-            "NETWORK": s.gateway.network(&s.network),
+            "NETWORK": wire_network(s.gateway, &s.network),
         })),
         Gateway::Arkesel => WireBody::Json(json!({
             "sessionID": s.wire_id,
@@ -228,7 +176,7 @@ fn request(s: &Session, dial: Option<&str>, input: Option<&str>) -> WireBody {
             "newSession": first,
             "msisdn": s.msisdn,
             "userData": data,
-            "network": s.gateway.network(&s.network),
+            "network": wire_network(s.gateway, &s.network),
         })),
     }
 }
@@ -294,13 +242,13 @@ async fn dial(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         Ok(i) => i,
         Err(e) => return gateway_error(StatusCode::BAD_REQUEST, "malformed_json", format!("body: {e}")),
     };
-    let Some(gateway) = Gateway::parse(&input.gateway) else {
+    let Ok(gateway) = Gateway::parse("gateway", &input.gateway) else {
         return bad("gateway must be one of africastalking, hubtel, nalo, arkesel");
     };
     if input.account.trim().is_empty() {
         return bad("account is required");
     }
-    let Some(msisdn) = parse_msisdn(&input.msisdn) else {
+    let Some(msisdn) = normalize_msisdn(&input.msisdn) else {
         return bad("msisdn must be a phone number, e.g. 233241234567");
     };
     let dial = input.dial.trim().to_string();
@@ -312,11 +260,11 @@ async fn dial(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         return bad("dial must start with serviceCode");
     };
     let network = match input.network.as_deref() {
-        None => network_by_prefix(&msisdn),
-        Some("mtn") => "mtn",
-        Some("vod") => "vod",
-        Some("atl") => "atl",
-        Some(_) => return bad("network must be one of mtn, vod, atl"),
+        None => Network::from_msisdn(&msisdn).unwrap_or(Network::Mtn),
+        Some(n) => match Network::parse("network", n) {
+            Ok(n) => n,
+            Err(_) => return bad("network must be one of mtn, vod, atl"),
+        },
     };
     let wire_id = match gateway {
         Gateway::AfricasTalking => format!("ATUid_{}", random_token(24)),
@@ -330,7 +278,7 @@ async fn dial(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         token: input.token,
         msisdn,
         service_code,
-        network: network.to_string(),
+        network: network.as_str().to_string(),
         wire_id,
         inputs,
         sent: 1,
@@ -447,11 +395,6 @@ mod tests {
         assert_eq!(dial_through("*920*44#", "*920*44*ABC*5#"), Some(vec!["ABC".to_string(), "5".to_string()]));
         assert_eq!(dial_through("*920*44#", "*920*45#"), None);
         assert_eq!(dial_through("*920*44#", "*920*441#"), None);
-        assert_eq!(parse_msisdn("+233241234567").as_deref(), Some("233241234567"));
-        assert_eq!(parse_msisdn("0201234567").as_deref(), Some("233201234567"));
-        assert_eq!(network_by_prefix("233201234567"), "vod");
-        assert_eq!(network_by_prefix("233271234567"), "atl");
-        assert_eq!(network_by_prefix("233241234567"), "mtn");
     }
 
     /// What the fake Tessera received: (gateway, account, query, content-type, body).
