@@ -37,6 +37,14 @@ impl Server {
         serde_json::from_slice(&out.stdout).expect("json")
     }
 
+    /// `tessera admin ledger check --json` exits 0 and reports ok.
+    fn assert_ledger_clean(&self) {
+        let audit = self.cmd().args(["admin", "ledger", "check", "--json"]).output().expect("ledger check");
+        let report: Value = serde_json::from_slice(&audit.stdout).unwrap_or(Value::Null);
+        assert!(audit.status.success(), "{report}");
+        assert_eq!(report["ok"], true, "{report}");
+    }
+
     /// Starts `tessera serve` on `addr`, with or without its workers, and waits until it listens.
     fn start(&self, addr: &str, workers: bool) -> Child {
         self.start_with(addr, workers, &[])
@@ -72,6 +80,70 @@ impl Server {
         std::thread::spawn(move || for _ in lines {});
         child
     }
+}
+
+/// What each SIGKILL test starts from: a server on its own data (and PostgreSQL schema), the
+/// sandbox it pays through and that calls it back, and an account with one private key.
+struct Rig {
+    _dir: tempfile::TempDir,
+    sandbox: tessera_server::sandbox::SandboxHandle,
+    server: Server,
+    /// A config whose claims of a killed worker are redone after 1 s instead of 30.
+    fast_lease: String,
+    addr: String,
+    base: String,
+    client: Client,
+}
+
+impl Rig {
+    async fn start(b: &Backend, slug: &str, name: &str, scopes: &str, capability: Option<&str>) -> Rig {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = match b {
+            Backend::Sqlite => None,
+            Backend::Postgres(_) => Some(crate::helpers::postgres_schema_url(b).await),
+        };
+        let sandbox = Sandbox::start(SandboxOptions {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            smtp_listen: None,
+            notify_url: None,
+        })
+        .await
+        .expect("sandbox");
+        let server = Server { dir: dir.path().to_path_buf(), db, provider_url: sandbox.provider_url("provider_a") };
+        let fast_lease = dir.path().join("fast-lease.toml");
+        std::fs::write(&fast_lease, "[workers]\nlease_seconds = 1\n").expect("config");
+        server.admin(&["account", "create", "--slug", slug, "--name", name]);
+        let mut args = vec!["key", "create", "--account", slug, "--kind", "private", "--scopes", scopes];
+        if let Some(c) = capability {
+            args.extend(["--capability", c]);
+        }
+        let key = server.admin(&args);
+        let addr = free_addr();
+        let base = format!("http://{addr}");
+        sandbox.set_notify_url(base.clone());
+        let client = Client::new(&base, key["keyId"].as_str().expect("keyId"), key["secret"].as_str().expect("secret"))
+            .expect("client");
+        let fast_lease = fast_lease.to_string_lossy().to_string();
+        Rig { _dir: dir, sandbox, server, fast_lease, addr, base, client }
+    }
+
+    /// The environment of a server whose killed claims come back after 1 s and whose pending
+    /// charges are first verified after 50 ms.
+    fn fast_claims(&self) -> [(&str, &str); 2] {
+        [("TESSERA_CONFIG", self.fast_lease.as_str()), ("TESSERA_PAYMENT_VERIFY_INTERVAL_SECONDS", "0.05")]
+    }
+}
+
+/// Settles a charge or a transfer as paid at the sandbox's control API (`body`: its options,
+/// such as `{"deliver": false}`).
+async fn succeed(sandbox: &tessera_server::sandbox::SandboxHandle, what: &str, reference: &str, body: Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{}/sandbox/{what}/{reference}/succeed", sandbox.base_url()))
+        .json(&body)
+        .send()
+        .await
+        .expect("sandbox");
+    assert_eq!(r.status().as_u16(), 200);
 }
 
 fn free_addr() -> String {
@@ -121,48 +193,17 @@ async fn buy_three_seats(client: &Client, title: &str, email: &str) -> String {
 }
 
 async fn a_sigkill_between_hand_off_and_reconciliation_loses_nothing_and_pays_once(b: Backend) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = match &b {
-        Backend::Sqlite => None,
-        Backend::Postgres(_) => Some(crate::helpers::postgres_schema_url(&b).await),
-    };
-    let sandbox = Sandbox::start(SandboxOptions {
-        listen: "127.0.0.1:0".parse().expect("addr"),
-        smtp_listen: None,
-        notify_url: None,
-    })
-    .await
-    .expect("sandbox");
-    let server = Server { dir: dir.path().to_path_buf(), db, provider_url: sandbox.provider_url("provider_a") };
-    server.admin(&["account", "create", "--slug", "crash", "--name", "Crash Test"]);
-    let key = server.admin(&[
-        "key",
-        "create",
-        "--account",
-        "crash",
-        "--kind",
-        "private",
-        "--scopes",
-        "campaigns:write,tickets:write,payments:write,withdrawals:write",
-    ]);
-    let addr = free_addr();
-    let base = format!("http://{addr}");
-    sandbox.set_notify_url(base.clone());
-    let client = Client::new(&base, key["keyId"].as_str().expect("keyId"), key["secret"].as_str().expect("secret"))
-        .expect("client");
+    let rig =
+        Rig::start(&b, "crash", "Crash Test", "campaigns:write,tickets:write,payments:write,withdrawals:write", None)
+            .await;
+    let Rig { sandbox, server, addr, client, .. } = &rig;
 
     // First life: no workers, so a stored webhook cannot be reconciled before the kill.
     let mut first = server.start(&addr, false);
     let reference = buy_three_seats(&client, "Crash Night", "crash@example.com").await;
 
     // The provider confirms; the webhook is stored and answered 200 (the hand-off) ...
-    let r = reqwest::Client::new()
-        .post(format!("{}/sandbox/charges/{reference}/succeed", sandbox.base_url()))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("sandbox");
-    assert_eq!(r.status().as_u16(), 200);
+    succeed(sandbox, "charges", &reference, json!({})).await;
     let delivered = sandbox.webhooks();
     assert_eq!(delivered[0]["status"], 200, "the hand-off was acknowledged: {delivered:?}");
     // ... and the server dies before any worker looked at it.
@@ -193,10 +234,7 @@ async fn a_sigkill_between_hand_off_and_reconciliation_loses_nothing_and_pays_on
     assert_eq!(ledger["data"][0]["amount"], json!(90));
     second.kill().expect("stop");
     second.wait().expect("reaped");
-    let audit = server.cmd().args(["admin", "ledger", "check", "--json"]).output().expect("ledger check");
-    let report: Value = serde_json::from_slice(&audit.stdout).unwrap_or(Value::Null);
-    assert!(audit.status.success(), "{report}");
-    assert_eq!(report["ok"], true, "{report}");
+    server.assert_ledger_clean();
 }
 
 async fn the_money_audit_fails_on_a_ledger_that_does_not_add_up(b: Backend) {
@@ -229,54 +267,22 @@ async fn the_money_audit_fails_on_a_ledger_that_does_not_add_up(b: Backend) {
 }
 
 async fn a_sigkill_between_the_transfer_call_and_its_result_pays_withdrawals_once(b: Backend) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = match &b {
-        Backend::Sqlite => None,
-        Backend::Postgres(_) => Some(crate::helpers::postgres_schema_url(&b).await),
-    };
-    let sandbox = Sandbox::start(SandboxOptions {
-        listen: "127.0.0.1:0".parse().expect("addr"),
-        smtp_listen: None,
-        notify_url: None,
-    })
-    .await
-    .expect("sandbox");
-    let server = Server { dir: dir.path().to_path_buf(), db, provider_url: sandbox.provider_url("provider_a") };
-    // A killed worker's claim is redone after its lease: 1 s here instead of 30.
-    let config = dir.path().join("fast-lease.toml");
-    std::fs::write(&config, "[workers]\nlease_seconds = 1\n").expect("config");
-    let config = config.to_string_lossy().to_string();
-    let env = [("TESSERA_CONFIG", config.as_str()), ("TESSERA_PAYMENT_VERIFY_INTERVAL_SECONDS", "0.05")];
-    server.admin(&["account", "create", "--slug", "payout", "--name", "Payout Crash"]);
-    let key = server.admin(&[
-        "key",
-        "create",
-        "--account",
+    let rig = Rig::start(
+        &b,
         "payout",
-        "--kind",
-        "private",
-        "--scopes",
+        "Payout Crash",
         "campaigns:write,tickets:write,payments:write,withdrawals:write",
-        "--capability",
-        "withdrawals",
-    ]);
-    let addr = free_addr();
-    let base = format!("http://{addr}");
-    sandbox.set_notify_url(base.clone());
-    let client = Client::new(&base, key["keyId"].as_str().expect("keyId"), key["secret"].as_str().expect("secret"))
-        .expect("client");
+        Some("withdrawals"),
+    )
+    .await;
+    let env = rig.fast_claims();
+    let Rig { sandbox, server, addr, client, .. } = &rig;
 
     // First life, no workers: money comes in (confirmed through payments/verify) and a
     // withdrawal is created with its hold and payout job.
     let mut first = server.start_with(&addr, false, &env);
     let reference = buy_three_seats(&client, "Payout Night", "payout@example.com").await;
-    let r = reqwest::Client::new()
-        .post(format!("{}/sandbox/charges/{reference}/succeed", sandbox.base_url()))
-        .json(&json!({"deliver": false}))
-        .send()
-        .await
-        .expect("sandbox");
-    assert_eq!(r.status().as_u16(), 200);
+    succeed(sandbox, "charges", &reference, json!({"deliver": false})).await;
     let (s, paid) =
         call(&client, Method::POST, "/api/white-label/v1/payments/verify", Some(json!({"reference": reference}))).await;
     assert_eq!((s, paid["data"]["status"].as_str()), (200, Some("success")), "{paid}");
@@ -311,13 +317,7 @@ async fn a_sigkill_between_the_transfer_call_and_its_result_pays_withdrawals_onc
     );
 
     // The provider pays it while the server is down (no webhook reaches anyone).
-    let r = reqwest::Client::new()
-        .post(format!("{}/sandbox/transfers/{id}/succeed", sandbox.base_url()))
-        .json(&json!({"deliver": false}))
-        .send()
-        .await
-        .expect("sandbox");
-    assert_eq!(r.status().as_u16(), 200);
+    succeed(sandbox, "transfers", &id, json!({"deliver": false})).await;
 
     // Third life: the worker adopts the one transfer (never creates another) and follows it to
     // the sandbox's state.
@@ -358,10 +358,7 @@ async fn a_sigkill_between_the_transfer_call_and_its_result_pays_withdrawals_onc
     assert_eq!(balance["data"]["available"], json!(40), "{balance}");
     third.kill().expect("stop");
     third.wait().expect("reaped");
-    let audit = server.cmd().args(["admin", "ledger", "check", "--json"]).output().expect("ledger check");
-    let report: Value = serde_json::from_slice(&audit.stdout).unwrap_or(Value::Null);
-    assert!(audit.status.success(), "{report}");
-    assert_eq!(report["ok"], true, "{report}");
+    server.assert_ledger_clean();
 }
 
 /// One gateway request in Africa's Talking's wire; the screen with its `CON `/`END `.
@@ -380,39 +377,16 @@ async fn at_request(base: &str, text: &str) -> String {
 }
 
 async fn a_sigkill_between_the_mobile_money_charge_call_and_its_result_charges_once(b: Backend) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = match &b {
-        Backend::Sqlite => None,
-        Backend::Postgres(_) => Some(crate::helpers::postgres_schema_url(&b).await),
-    };
-    let sandbox = Sandbox::start(SandboxOptions {
-        listen: "127.0.0.1:0".parse().expect("addr"),
-        smtp_listen: None,
-        notify_url: None,
-    })
-    .await
-    .expect("sandbox");
-    let server = Server { dir: dir.path().to_path_buf(), db, provider_url: sandbox.provider_url("provider_a") };
-    let config = dir.path().join("fast-lease.toml");
-    std::fs::write(&config, "[workers]\nlease_seconds = 1\n").expect("config");
-    let config = config.to_string_lossy().to_string();
-    let env = [("TESSERA_CONFIG", config.as_str()), ("TESSERA_PAYMENT_VERIFY_INTERVAL_SECONDS", "0.05")];
-    server.admin(&["account", "create", "--slug", "dial", "--name", "Dial Crash"]);
-    let key = server.admin(&[
-        "key",
-        "create",
-        "--account",
+    let rig = Rig::start(
+        &b,
         "dial",
-        "--kind",
-        "private",
-        "--scopes",
+        "Dial Crash",
         "campaigns:read,campaigns:write,settings:write,payments:write,tickets:read",
-    ]);
-    let addr = free_addr();
-    let base = format!("http://{addr}");
-    sandbox.set_notify_url(base.clone());
-    let client = Client::new(&base, key["keyId"].as_str().expect("keyId"), key["secret"].as_str().expect("secret"))
-        .expect("client");
+        None,
+    )
+    .await;
+    let env = rig.fast_claims();
+    let Rig { sandbox, server, addr, base, client, .. } = &rig;
 
     // First life, no workers: a voting campaign, a nominee, USSD on, and a fan confirms 4 votes.
     let mut first = server.start_with(&addr, false, &env);
@@ -473,13 +447,7 @@ async fn a_sigkill_between_the_mobile_money_charge_call_and_its_result_charges_o
         assert!(Instant::now() < deadline, "the killed claim was never redone");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let r = reqwest::Client::new()
-        .post(format!("{}/sandbox/charges/{reference}/succeed", sandbox.base_url()))
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("sandbox");
-    assert_eq!(r.status().as_u16(), 200);
+    succeed(sandbox, "charges", &reference, json!({})).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let (s, pay) = call(&client, Method::GET, &format!("/api/white-label/v1/payments/{reference}"), None).await;
@@ -499,10 +467,7 @@ async fn a_sigkill_between_the_mobile_money_charge_call_and_its_result_charges_o
     assert_eq!(list["data"][0]["votes"], 4, "credited once: {list}");
     third.kill().expect("stop");
     third.wait().expect("reaped");
-    let audit = server.cmd().args(["admin", "ledger", "check", "--json"]).output().expect("ledger check");
-    let report: Value = serde_json::from_slice(&audit.stdout).unwrap_or(Value::Null);
-    assert!(audit.status.success(), "{report}");
-    assert_eq!(report["ok"], true, "{report}");
+    server.assert_ledger_clean();
 }
 
 on_both!(

@@ -220,54 +220,39 @@ impl Handset {
         self.session = new_session_id("s");
         self.sequence = 1;
         self.inputs = dial_through(dial);
-        match self.gw {
-            Gw::AfricasTalking => Wire::Form(vec![
-                ("sessionId", self.session.clone()),
-                ("serviceCode", SERVICE.to_string()),
-                ("phoneNumber", self.wire_msisdn()),
-                ("networkCode", self.network.clone()),
-                // Africa's Talking's first text is the dial-through inputs (or empty).
-                ("text", self.inputs.join("*")),
-            ]),
-            Gw::Hubtel => Wire::Json(json!({
-                "Type": "Initiation", "Message": dial, "SessionId": self.session, "Mobile": self.wire_msisdn(),
-                "Operator": self.network, "Sequence": self.sequence,
-            })),
-            Gw::Nalo => Wire::Json(json!({
-                "USERID": self.user, "MSISDN": self.wire_msisdn(), "USERDATA": dial, "MSGTYPE": true,
-                "NETWORK": self.network,
-            })),
-            Gw::Arkesel => Wire::Json(json!({
-                "sessionID": self.session, "userID": self.user, "newSession": true, "msisdn": self.wire_msisdn(),
-                "userData": dial, "network": self.network,
-            })),
-        }
+        self.wire(true, dial)
     }
 
     /// The next request of the session, carrying `input`.
     fn next(&mut self, input: &str) -> Wire {
         self.sequence += 1;
         self.inputs.push(input.to_string());
+        self.wire(false, input)
+    }
+
+    /// A request of the session in this gateway's wire: the first (`data` is the whole dial
+    /// string) or a later one (`data` is the input).
+    fn wire(&self, first: bool, data: &str) -> Wire {
         match self.gw {
             Gw::AfricasTalking => Wire::Form(vec![
                 ("sessionId", self.session.clone()),
                 ("serviceCode", SERVICE.to_string()),
                 ("phoneNumber", self.wire_msisdn()),
                 ("networkCode", self.network.clone()),
-                // Every input so far, joined by `*`.
+                // Every input so far, joined by `*` (the first: the dial-through inputs, or empty).
                 ("text", self.inputs.join("*")),
             ]),
             Gw::Hubtel => Wire::Json(json!({
-                "Type": "Response", "Message": input, "SessionId": self.session, "Mobile": self.wire_msisdn(),
-                "Operator": self.network, "Sequence": self.sequence,
+                "Type": if first { "Initiation" } else { "Response" }, "Message": data, "SessionId": self.session,
+                "Mobile": self.wire_msisdn(), "Operator": self.network, "Sequence": self.sequence,
             })),
             Gw::Nalo => Wire::Json(json!({
-                "USERID": self.user, "MSISDN": self.wire_msisdn(), "USERDATA": input, "MSGTYPE": false,
+                "USERID": self.user, "MSISDN": self.wire_msisdn(), "USERDATA": data, "MSGTYPE": first,
                 "NETWORK": self.network,
             })),
             Gw::Arkesel => Wire::Json(json!({
-                "sessionID": self.session, "userID": self.user, "newSession": false, "msisdn": self.wire_msisdn(),
-                "userData": input, "network": self.network,
+                "sessionID": self.session, "userID": self.user, "newSession": first, "msisdn": self.wire_msisdn(),
+                "userData": data, "network": self.network,
             })),
         }
     }
