@@ -199,8 +199,8 @@ async fn a_sigkill_between_hand_off_and_reconciliation_loses_nothing_and_pays_on
     let Rig { sandbox, server, addr, client, .. } = &rig;
 
     // First life: no workers, so a stored webhook cannot be reconciled before the kill.
-    let mut first = server.start(&addr, false);
-    let reference = buy_three_seats(&client, "Crash Night", "crash@example.com").await;
+    let mut first = server.start(addr, false);
+    let reference = buy_three_seats(client, "Crash Night", "crash@example.com").await;
 
     // The provider confirms; the webhook is stored and answered 200 (the hand-off) ...
     succeed(sandbox, "charges", &reference, json!({})).await;
@@ -213,10 +213,10 @@ async fn a_sigkill_between_hand_off_and_reconciliation_loses_nothing_and_pays_on
     assert!(audit.status.success(), "nothing is credited yet, and nothing is wrong");
 
     // Second life, with workers: the stored event is reconciled and the charge fulfilled once.
-    let mut second = server.start(&addr, true);
+    let mut second = server.start(addr, true);
     let deadline = Instant::now() + Duration::from_secs(30);
     let paid = loop {
-        let (s, p) = call(&client, Method::GET, &format!("/api/white-label/v1/payments/{reference}"), None).await;
+        let (s, p) = call(client, Method::GET, &format!("/api/white-label/v1/payments/{reference}"), None).await;
         assert_eq!(s, 200, "{p}");
         if p["data"]["status"] == "success" {
             break p["data"].clone();
@@ -227,9 +227,9 @@ async fn a_sigkill_between_hand_off_and_reconciliation_loses_nothing_and_pays_on
     assert_eq!(paid["tickets"].as_array().map(Vec::len), Some(3), "{paid}");
     // Let the workers run on a little: nothing more happens.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let (_, again) = call(&client, Method::GET, &format!("/api/white-label/v1/payments/{reference}"), None).await;
+    let (_, again) = call(client, Method::GET, &format!("/api/white-label/v1/payments/{reference}"), None).await;
     assert_eq!(again["data"]["tickets"].as_array().map(Vec::len), Some(3));
-    let (_, ledger) = call(&client, Method::GET, "/api/white-label/v1/ledger", None).await;
+    let (_, ledger) = call(client, Method::GET, "/api/white-label/v1/ledger", None).await;
     assert_eq!(ledger["pagination"]["total"], 1, "one charge entry: {ledger}");
     assert_eq!(ledger["data"][0]["amount"], json!(90));
     second.kill().expect("stop");
@@ -280,11 +280,11 @@ async fn a_sigkill_between_the_transfer_call_and_its_result_pays_withdrawals_onc
 
     // First life, no workers: money comes in (confirmed through payments/verify) and a
     // withdrawal is created with its hold and payout job.
-    let mut first = server.start_with(&addr, false, &env);
-    let reference = buy_three_seats(&client, "Payout Night", "payout@example.com").await;
+    let mut first = server.start_with(addr, false, &env);
+    let reference = buy_three_seats(client, "Payout Night", "payout@example.com").await;
     succeed(sandbox, "charges", &reference, json!({"deliver": false})).await;
     let (s, paid) =
-        call(&client, Method::POST, "/api/white-label/v1/payments/verify", Some(json!({"reference": reference}))).await;
+        call(client, Method::POST, "/api/white-label/v1/payments/verify", Some(json!({"reference": reference}))).await;
     assert_eq!((s, paid["data"]["status"].as_str()), (200, Some("success")), "{paid}");
     let mut h = reqwest::header::HeaderMap::new();
     h.insert("x-idempotency-key", reqwest::header::HeaderValue::from_static("crash-payout-1"));
@@ -301,7 +301,7 @@ async fn a_sigkill_between_the_transfer_call_and_its_result_pays_withdrawals_onc
 
     // Second life, with workers: killed the moment the sandbox holds the transfer, before (or
     // at best just as) the server records what the provider answered.
-    let mut second = server.start_with(&addr, true, &env);
+    let mut second = server.start_with(addr, true, &env);
     let deadline = Instant::now() + Duration::from_secs(30);
     while sandbox.transfer(&id).is_none() {
         assert!(Instant::now() < deadline, "the payout worker never created the transfer");
@@ -321,10 +321,10 @@ async fn a_sigkill_between_the_transfer_call_and_its_result_pays_withdrawals_onc
 
     // Third life: the worker adopts the one transfer (never creates another) and follows it to
     // the sandbox's state.
-    let mut third = server.start_with(&addr, true, &env);
+    let mut third = server.start_with(addr, true, &env);
     let deadline = Instant::now() + Duration::from_secs(30);
     let done = loop {
-        let (s, w) = call(&client, Method::GET, &format!("/api/white-label/v1/withdrawals/{id}"), None).await;
+        let (s, w) = call(client, Method::GET, &format!("/api/white-label/v1/withdrawals/{id}"), None).await;
         assert_eq!(s, 200, "{w}");
         if w["data"]["status"] == "completed" {
             break w["data"].clone();
@@ -336,7 +336,7 @@ async fn a_sigkill_between_the_transfer_call_and_its_result_pays_withdrawals_onc
     let transfer = sandbox.transfer(&id).expect("the one transfer");
     assert_eq!((transfer["amount"].as_i64(), transfer["status"].as_str()), (Some(5000), Some("success")));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let (_, ledger) = call(&client, Method::GET, "/api/white-label/v1/ledger", None).await;
+    let (_, ledger) = call(client, Method::GET, "/api/white-label/v1/ledger", None).await;
     let mut kinds: Vec<(String, f64)> = ledger["data"]
         .as_array()
         .expect("entries")
@@ -354,7 +354,7 @@ async fn a_sigkill_between_the_transfer_call_and_its_result_pays_withdrawals_onc
         ],
         "{ledger}"
     );
-    let (_, balance) = call(&client, Method::GET, "/api/white-label/v1/balance", None).await;
+    let (_, balance) = call(client, Method::GET, "/api/white-label/v1/balance", None).await;
     assert_eq!(balance["data"]["available"], json!(40), "{balance}");
     third.kill().expect("stop");
     third.wait().expect("reaped");
@@ -389,11 +389,11 @@ async fn a_sigkill_between_the_mobile_money_charge_call_and_its_result_charges_o
     let Rig { sandbox, server, addr, base, client, .. } = &rig;
 
     // First life, no workers: a voting campaign, a nominee, USSD on, and a fan confirms 4 votes.
-    let mut first = server.start_with(&addr, false, &env);
+    let mut first = server.start_with(addr, false, &env);
     let now = time::OffsetDateTime::now_utc();
     let fmt = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).expect("rfc3339");
     let (s, c) = call(
-        &client,
+        client,
         Method::POST,
         "/api/white-label/v1/campaigns",
         Some(
@@ -406,7 +406,7 @@ async fn a_sigkill_between_the_mobile_money_charge_call_and_its_result_charges_o
     assert_eq!(s, 201, "{c}");
     let campaign = c["data"]["id"].as_str().expect("id").to_string();
     let (s, p) = call(
-        &client,
+        client,
         Method::POST,
         "/api/white-label/v1/participants",
         Some(json!({"campaignId": campaign, "name": "Ama Serwaa", "code": "AMA"})),
@@ -415,10 +415,10 @@ async fn a_sigkill_between_the_mobile_money_charge_call_and_its_result_charges_o
     assert_eq!(s, 201, "{p}");
     let ussd =
         json!({"config": {"enabled": true, "callbackToken": "crash-ussd-callback-token", "serviceCode": "*920*44#"}});
-    let (s, u) = call(&client, Method::PATCH, "/api/white-label/v1/settings/ussd", Some(ussd)).await;
+    let (s, u) = call(client, Method::PATCH, "/api/white-label/v1/settings/ussd", Some(ussd)).await;
     assert_eq!(s, 200, "{u}");
-    at_request(&base, "").await;
-    let end = at_request(&base, "AMA*4*1").await;
+    at_request(base, "").await;
+    let end = at_request(base, "AMA*4*1").await;
     assert!(end.starts_with("END Approve GHS 8.00 on 0241234567"), "{end}");
     first.kill().expect("SIGKILL");
     first.wait().expect("reaped");
@@ -426,7 +426,7 @@ async fn a_sigkill_between_the_mobile_money_charge_call_and_its_result_charges_o
     // Second life, with workers: the charge call reaches the sandbox, which answers 5 s late;
     // killed while the answer is on its way.
     sandbox.set_faults(tessera_server::sandbox::Faults { charge_delay_ms: 5_000, ..Default::default() });
-    let mut second = server.start_with(&addr, true, &env);
+    let mut second = server.start_with(addr, true, &env);
     let deadline = Instant::now() + Duration::from_secs(30);
     let reference = loop {
         if let Some(c) = sandbox.charges_for_phone("0241234567").first() {
@@ -441,7 +441,7 @@ async fn a_sigkill_between_the_mobile_money_charge_call_and_its_result_charges_o
 
     // Third life: the claim is redone after its lease; the provider refuses the reference it
     // already has, so the charge stands and no second one is made. The handset approves it.
-    let mut third = server.start_with(&addr, true, &env);
+    let mut third = server.start_with(addr, true, &env);
     let deadline = Instant::now() + Duration::from_secs(30);
     while sandbox.charge(&reference).is_some_and(|c| c["prompts"] == 1) {
         assert!(Instant::now() < deadline, "the killed claim was never redone");
@@ -450,7 +450,7 @@ async fn a_sigkill_between_the_mobile_money_charge_call_and_its_result_charges_o
     succeed(sandbox, "charges", &reference, json!({})).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let (s, pay) = call(&client, Method::GET, &format!("/api/white-label/v1/payments/{reference}"), None).await;
+        let (s, pay) = call(client, Method::GET, &format!("/api/white-label/v1/payments/{reference}"), None).await;
         assert_eq!(s, 200, "{pay}");
         if pay["data"]["status"] == "success" {
             break;
@@ -463,7 +463,7 @@ async fn a_sigkill_between_the_mobile_money_charge_call_and_its_result_charges_o
     assert_eq!(charges[0]["channel"], "mobile_money");
     assert_eq!(charges[0]["amount"], 800);
     let (_, list) =
-        call(&client, Method::GET, &format!("/api/white-label/v1/participants?campaignId={campaign}"), None).await;
+        call(client, Method::GET, &format!("/api/white-label/v1/participants?campaignId={campaign}"), None).await;
     assert_eq!(list["data"][0]["votes"], 4, "credited once: {list}");
     third.kill().expect("stop");
     third.wait().expect("reaped");
