@@ -27,6 +27,7 @@ pub struct Config {
     pub payments: PaymentsConfig,
     pub workers: WorkersConfig,
     pub notifications: NotificationsConfig,
+    pub webhooks: WebhooksConfig,
     pub email: EmailConfig,
     pub providers: ProvidersConfig,
     pub http: HttpConfig,
@@ -137,6 +138,16 @@ pub struct WorkersConfig {
 #[serde(deny_unknown_fields)]
 pub struct NotificationsConfig {
     pub retry_scale: f64,
+}
+
+/// `[webhooks]`: outbound webhook delivery (D17.26).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhooksConfig {
+    /// Multiplies the retry schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h).
+    pub retry_scale: f64,
+    /// How long one delivery may take before it counts as failed, milliseconds.
+    pub timeout_ms: u64,
 }
 
 /// `[email]`: the platform's SMTP server for accounts without their own (D13.3).
@@ -422,6 +433,12 @@ impl Config {
         if let Some(v) = env_parse("TESSERA_NOTIFICATION_RETRY_SCALE")? {
             cfg.notifications.retry_scale = v;
         }
+        if let Some(v) = env_parse("TESSERA_WEBHOOKS_RETRY_SCALE")? {
+            cfg.webhooks.retry_scale = v;
+        }
+        if let Some(v) = env_parse("TESSERA_WEBHOOKS_TIMEOUT_MS")? {
+            cfg.webhooks.timeout_ms = v;
+        }
         if let Some(v) = env("TESSERA_SMTP_URL") {
             cfg.email.smtp_url = SecretString::from(v);
         }
@@ -473,6 +490,12 @@ impl Config {
         }
         if !(cfg.payments.verify_interval_seconds.is_finite() && cfg.payments.verify_interval_seconds > 0.0) {
             anyhow::bail!("payments.verify_interval_seconds must be a positive number");
+        }
+        if !(cfg.webhooks.retry_scale.is_finite() && cfg.webhooks.retry_scale >= 0.0) {
+            anyhow::bail!("webhooks.retry_scale must be a number ≥ 0");
+        }
+        if cfg.webhooks.timeout_ms == 0 {
+            anyhow::bail!("webhooks.timeout_ms must be > 0");
         }
         if !(cfg.notifications.retry_scale.is_finite() && cfg.notifications.retry_scale >= 0.0) {
             anyhow::bail!("notifications.retry_scale must be a number ≥ 0");

@@ -50,4 +50,5 @@ pub mod sandbox;
 pub mod state;
 pub mod store;
 pub mod telemetry;
+pub mod views;
 pub mod workers;

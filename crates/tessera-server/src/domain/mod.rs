@@ -55,6 +55,7 @@ pub mod tickets;
 pub mod time;
 pub mod urls;
 pub mod ussd;
+pub mod webhooks;
 pub mod withdrawals;
 
 /// A rule broken by input, with the field it concerns (becomes a 400 details item).

@@ -12,6 +12,7 @@ pub mod campaigns;
 pub mod customers;
 pub mod domains;
 pub mod donations;
+pub mod events;
 pub mod group_commit;
 pub mod instance;
 pub mod jobs;
@@ -176,6 +177,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (8, "attendee_answers", include_str!("../../migrations/0008_attendee_answers.sql")),
     (9, "email_case", include_str!("../../migrations/0009_email_case.sql")),
     (10, "ussd", include_str!("../../migrations/0010_ussd.sql")),
+    (11, "webhooks", include_str!("../../migrations/0011_webhooks.sql")),
 ];
 
 impl Store {

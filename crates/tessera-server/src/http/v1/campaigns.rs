@@ -12,14 +12,15 @@ use axum::response::Response;
 use super::{audit, campaign_id};
 use crate::domain::campaigns::{parse_new, parse_update, CampaignInput, CampaignStatus, CampaignType};
 use crate::domain::check::Check;
-use crate::domain::money;
+pub use crate::views::campaigns::CampaignOut;
+
 use crate::domain::time::rfc3339;
 use crate::http::envelope::{ok_rendered_page, ApiResponse, Envelope, ListEnvelope, Pagination};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, AnyKey, ApiJson, ListFilters, ListQuery, Scheme, Signed};
 use crate::http::openapi::{string_enum, AnyKeyErrors, BodyErrors, Conflict, NotFound, QueryErrors, SignedErrors};
 use crate::state::AppState;
-use crate::store::campaigns::{Campaign, CampaignQuery};
+use crate::store::campaigns::CampaignQuery;
 use crate::store::page_cache::Rendered;
 
 /// The fields of a campaign body, shared by `CampaignIn` and `CampaignPatch`: `$req` marks
@@ -136,49 +137,6 @@ fn campaign_type_schema() -> Object {
 
 fn campaign_status_schema() -> Object {
     string_enum(&CampaignStatus::NAMES, "Moderation state (D3.1); draft by default.")
-}
-
-/// The whole campaign record.
-#[derive(Serialize, ToSchema)]
-pub struct CampaignOut {
-    pub id: String,
-    pub title: String,
-    pub slug: String,
-    pub description: String,
-    pub campaign_type: String,
-    pub status: String,
-    pub start_date: String,
-    pub end_date: String,
-    /// GHS; voting campaigns only.
-    #[schema(value_type = Option<f64>, required = false)]
-    pub vote_price: Option<Value>,
-    pub verification_required: bool,
-    /// Only to signed callers.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>, required = false)]
-    pub metadata: Option<Value>,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-impl CampaignOut {
-    pub fn from(c: Campaign, with_metadata: bool) -> Self {
-        CampaignOut {
-            id: c.id,
-            title: c.title,
-            slug: c.slug,
-            description: c.description,
-            campaign_type: c.campaign_type.as_str().into(),
-            status: c.status.as_str().into(),
-            start_date: rfc3339(c.start_date),
-            end_date: rfc3339(c.end_date),
-            vote_price: c.vote_price.map(money::to_ghs),
-            verification_required: c.verification_required,
-            metadata: with_metadata.then_some(c.metadata),
-            created_at: rfc3339(c.created_at),
-            updated_at: rfc3339(c.updated_at),
-        }
-    }
 }
 
 /// `data` of `POST /campaigns`.

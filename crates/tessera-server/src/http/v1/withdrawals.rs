@@ -10,14 +10,12 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::is_uuid;
-use crate::domain::money::to_ghs;
 use crate::domain::scopes::CAPABILITY_WITHDRAWALS;
-use crate::domain::time::rfc3339;
 use crate::domain::withdrawals::{
     parse_idempotency_key, parse_request, request_hash, WithdrawalStatus, IDEMPOTENCY_HEADER,
 };
@@ -28,6 +26,7 @@ use crate::http::extract::{parse_json_value, scope, ApiJson, ListFilters, ListQu
 use crate::http::openapi::{BodyErrors, NotFound, ProviderErrors, QueryErrors, SignedErrors, WithdrawalConflict};
 use crate::state::AppState;
 use crate::store::withdrawals::{KeyState, StoredResponse, Withdrawal};
+pub use crate::views::withdrawals::WithdrawalOut;
 
 /// Body of `POST /withdrawals` (spec "Withdrawal").
 #[derive(Debug, Deserialize, ToSchema)]
@@ -45,47 +44,6 @@ pub struct WithdrawalIn {
     pub account_number: Option<String>,
     /// The recipient's account name (2–100 characters).
     pub account_name: Option<String>,
-}
-
-/// A withdrawal (D16.12).
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WithdrawalOut {
-    pub id: String,
-    /// `awaiting_approval`, `pending`, `processing`, `completed`, `failed`, `cancelled`.
-    pub status: String,
-    /// GHS.
-    #[schema(value_type = f64)]
-    pub amount: Value,
-    #[serde(rename = "bank_name")]
-    pub bank_name: String,
-    #[serde(rename = "bank_code")]
-    pub bank_code: String,
-    #[serde(rename = "account_number")]
-    pub account_number: String,
-    #[serde(rename = "account_name")]
-    pub account_name: String,
-    /// Why the transfer failed or the withdrawal was cancelled (null otherwise).
-    pub failure_reason: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-impl From<Withdrawal> for WithdrawalOut {
-    fn from(w: Withdrawal) -> Self {
-        WithdrawalOut {
-            id: w.id,
-            status: w.status.as_str().into(),
-            amount: to_ghs(w.amount),
-            bank_name: w.bank_name,
-            bank_code: w.bank_code,
-            account_number: w.account_number,
-            account_name: w.account_name,
-            failure_reason: w.failure_reason,
-            created_at: rfc3339(w.created_at),
-            updated_at: rfc3339(w.updated_at),
-        }
-    }
 }
 
 fn key_reused(in_flight: bool) -> ApiError {

@@ -1,0 +1,7 @@
+//! Views: resources as the API returns them, shared by the routes that return them and by the
+//! events that report them (D17.26: an event's `data` is the object the API returns for it).
+//! Serde and OpenAPI types only: no axum, no SQL; they are built from the store's rows.
+pub mod campaigns;
+pub mod payments;
+pub mod tickets;
+pub mod withdrawals;
