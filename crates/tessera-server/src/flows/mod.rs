@@ -29,6 +29,7 @@ pub mod modules;
 pub mod payouts;
 pub mod routing;
 pub mod ussd;
+pub mod webhooks;
 
 use crate::domain::DomainError;
 use crate::store::StoreError;
