@@ -33,4 +33,5 @@ mod tickets;
 mod ussd;
 mod voting;
 mod webhooks;
+mod webhooks_out;
 mod withdrawals;
