@@ -48,6 +48,9 @@ pub async fn serve(mut cfg: Config, demo_sandbox: Option<SocketAddr>) -> anyhow:
         let smtp_port = sandbox.smtp_addr().map(|a| a.port()).unwrap_or(2525);
         demo::point_at_sandbox(&state.store, state.directory.keyring(), sandbox.base_url(), ("127.0.0.1", smtp_port))
             .await?;
+        let secret =
+            demo::point_webhooks_at_inbox(&state.store, state.directory.keyring(), &sandbox.inbox_url()).await?;
+        sandbox.add_inbox_secret(&secret)?;
         println!("{}", demo::banner(&keys, &base_url, &exe_for_display()));
         println!("{}", demo::sandbox_banner(sandbox.base_url(), &smtp));
         state.directory.refresh().await?;
