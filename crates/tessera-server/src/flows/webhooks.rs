@@ -60,10 +60,11 @@ pub async fn deliver_next(state: &AppState) -> anyhow::Result<bool> {
     let lease_ms = lease_ms(state);
     // A token per claim: two loops of one process never take each other's claim for theirs.
     let owner = format!("{}:{}", state.worker_id, new_id());
-    let Some(claim) = state.store.claim_webhook_endpoint(&owner, now_ms(), lease_ms).await? else {
+    let now = now_ms();
+    let Some(claim) = state.store.claim_webhook_endpoint(&owner, now, lease_ms).await? else {
         return Ok(false);
     };
-    deliver_claimed(state, &claim, lease_ms).await?;
+    deliver_claimed(state, &claim, now + lease_ms, lease_ms).await?;
     Ok(true)
 }
 
@@ -76,8 +77,11 @@ fn lease_ms(state: &AppState) -> i64 {
     lease.max(timeout.saturating_add(1_000))
 }
 
-async fn deliver_claimed(state: &AppState, claim: &Claim, lease_ms: i64) -> anyhow::Result<()> {
+/// Sends the claimed endpoint's due deliveries; `held_until` is (no later than) the end of the
+/// claim's lease.
+async fn deliver_claimed(state: &AppState, claim: &Claim, mut held_until: i64, lease_ms: i64) -> anyhow::Result<()> {
     let store = &state.store;
+    let request_ms = i64::try_from(state.config.webhooks.timeout_ms).unwrap_or(i64::MAX / 2).saturating_add(1_000);
     for _ in 0..DELIVERIES_PER_CLAIM {
         let Some(head) = store.webhook_head(&claim.endpoint_id).await? else {
             store.release_webhook_endpoint(claim, None).await?;
@@ -88,9 +92,14 @@ async fn deliver_claimed(state: &AppState, claim: &Claim, lease_ms: i64) -> anyh
             store.release_webhook_endpoint(claim, Some(head.next_at)).await?;
             return Ok(());
         }
-        if !store.renew_webhook_lease(claim, now, lease_ms).await? {
-            tracing::info!(endpoint = %claim.endpoint_id, "webhook endpoint's claim lost; another worker has it");
-            return Ok(());
+        // Renewed only when what is left of the lease might not cover one more request: a
+        // write per delivery saved, and the lease still never runs out mid-request.
+        if held_until - now < request_ms {
+            if !store.renew_webhook_lease(claim, now, lease_ms).await? {
+                tracing::info!(endpoint = %claim.endpoint_id, "webhook endpoint's claim lost; another worker has it");
+                return Ok(());
+            }
+            held_until = now + lease_ms;
         }
         let body = event_body(&head.event_type, head.created_at, Some(head.sequence), &head.data);
         let sent = send(state, &head.endpoint, &head.event_id, &body).await;

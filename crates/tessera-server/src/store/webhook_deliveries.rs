@@ -254,10 +254,13 @@ impl Store {
                 .bind(&head.delivery_id)
                 .execute(&mut *tx)
                 .await?;
-                sqlx::query("UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1")
-                    .bind(&ep.id)
-                    .execute(&mut *tx)
-                    .await?;
+                // Conditional: most successes follow successes, and an unchanged row is not rewritten.
+                sqlx::query(
+                    "UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL",
+                )
+                .bind(&ep.id)
+                .execute(&mut *tx)
+                .await?;
             }
             Outcome::Gone => {
                 let disabled = sqlx::query(
