@@ -46,6 +46,10 @@ pub struct Attempt {
 /// workers with the account's other endpoints, and a stopping worker ends its step soon.
 pub const DELIVERIES_PER_CLAIM: usize = 50;
 
+/// No new request starts after this long in one claim (milliseconds): a slow endpoint that
+/// does answer must not hold a stopping worker for 50 timeouts.
+pub const CLAIM_BUDGET_MS: i64 = 1_000;
+
 /// `user-agent` of every delivery.
 pub const USER_AGENT: &str = "Tessera-Webhooks/1";
 
@@ -54,8 +58,8 @@ const RESPONSE_READ_BYTES: usize = 1024;
 
 /// Claims one endpoint that has a pending delivery and delivers its due events in order until
 /// none is left, the next is not yet due (the endpoint is parked until it is), the endpoint is
-/// disabled, the claim is lost, or [`DELIVERIES_PER_CLAIM`] went. Returns whether it found an
-/// endpoint to work on.
+/// disabled, the claim is lost, or [`DELIVERIES_PER_CLAIM`] went or [`CLAIM_BUDGET_MS`] passed.
+/// Returns whether it found an endpoint to work on.
 pub async fn deliver_next(state: &AppState) -> anyhow::Result<bool> {
     let lease_ms = lease_ms(state);
     // A token per claim: two loops of one process never take each other's claim for theirs.
@@ -64,7 +68,7 @@ pub async fn deliver_next(state: &AppState) -> anyhow::Result<bool> {
     let Some(claim) = state.store.claim_webhook_endpoint(&owner, now, lease_ms).await? else {
         return Ok(false);
     };
-    deliver_claimed(state, &claim, now + lease_ms, lease_ms).await?;
+    deliver_claimed(state, &claim, now, lease_ms).await?;
     Ok(true)
 }
 
@@ -77,10 +81,10 @@ fn lease_ms(state: &AppState) -> i64 {
     lease.max(timeout.saturating_add(1_000))
 }
 
-/// Sends the claimed endpoint's due deliveries; `held_until` is (no later than) the end of the
-/// claim's lease.
-async fn deliver_claimed(state: &AppState, claim: &Claim, mut held_until: i64, lease_ms: i64) -> anyhow::Result<()> {
+/// Sends the due deliveries of the endpoint claimed at `claimed_at`.
+async fn deliver_claimed(state: &AppState, claim: &Claim, claimed_at: i64, lease_ms: i64) -> anyhow::Result<()> {
     let store = &state.store;
+    let mut held_until = claimed_at + lease_ms;
     let request_ms = i64::try_from(state.config.webhooks.timeout_ms).unwrap_or(i64::MAX / 2).saturating_add(1_000);
     for _ in 0..DELIVERIES_PER_CLAIM {
         let Some(head) = store.webhook_head(&claim.endpoint_id).await? else {
@@ -91,6 +95,9 @@ async fn deliver_claimed(state: &AppState, claim: &Claim, mut held_until: i64, l
         if head.next_at > now {
             store.release_webhook_endpoint(claim, Some(head.next_at)).await?;
             return Ok(());
+        }
+        if now - claimed_at > CLAIM_BUDGET_MS {
+            break;
         }
         // Renewed only when what is left of the lease might not cover one more request: a
         // write per delivery saved, and the lease still never runs out mid-request.
