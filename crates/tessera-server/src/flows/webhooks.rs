@@ -343,7 +343,7 @@ pub fn sample_data(event_type: EventType, now: i64) -> Value {
             net: to_ghs(if ok { 4902 } else { 5000 }),
             currency: "GHS".into(),
             provider: Some("provider_a".into()),
-            channel: "card".into(),
+            channel: "web".into(),
             email: "buyer@example.com".into(),
             campaign_id: CAMPAIGN.into(),
             ticket_type_id: (kind == "ticket").then(|| "00000000-0000-7000-8000-000000000002".into()),
