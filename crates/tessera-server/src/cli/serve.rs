@@ -70,6 +70,7 @@ pub async fn sandbox(opts: SandboxOptions, data_dir: &std::path::Path) -> anyhow
         "Tessera sandbox on {base} (in memory; for demos and tests, it moves no money)\n  \
          provider APIs: {base}/provider_a (Paystack's API), {base}/provider_b, {base}/provider_c (gateway protocol)\n  \
          SMS gateway: {base}/sms/messages   SMTP sink: {smtp} (STARTTLS; trust {ca} with TESSERA_EXTRA_CA_FILE)\n  \
+         webhook inbox (Standard Webhooks, verifying): {base}/sandbox/webhooks/inbox (secrets: POST {base}/sandbox/webhooks/inbox/secrets)\n  \
          control API: {base}/sandbox/…  (docs/providers.md)",
         base = sandbox.base_url(),
         smtp = sandbox.smtp_addr().map(|a| a.to_string()).unwrap_or_else(|| "off".into()),
