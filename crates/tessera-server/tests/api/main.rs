@@ -32,5 +32,6 @@ mod ticket_types;
 mod tickets;
 mod ussd;
 mod voting;
+mod webhook_endpoints;
 mod webhooks;
 mod withdrawals;
