@@ -162,9 +162,11 @@ impl Store {
         read_one(&mut conn, account_id, id).await
     }
 
-    /// `PATCH /webhook-endpoints/:id` in one statement: each field present is set; enabling
-    /// clears the disabled reason and the failing run (a fresh start, D17.26), disabling records
-    /// `manual`. The lease is left alone: a worker holding it finds the endpoint disabled.
+    /// `PATCH /webhook-endpoints/:id` in one statement: each field present is set; enabling a
+    /// disabled endpoint clears the disabled reason and the failing run (a fresh start, D17.26;
+    /// `status: enabled` sent to an enabled, failing endpoint does not reset its 5-day clock),
+    /// disabling records `manual`. The lease is left alone: a worker holding it finds the
+    /// endpoint disabled.
     pub async fn update_webhook_endpoint(
         &self,
         account_id: &str,
@@ -181,7 +183,7 @@ impl Store {
              event_types = CASE WHEN $4 = 1 THEN $5 ELSE event_types END, \
              status = COALESCE($6, status), \
              disabled_reason = CASE WHEN $6 = 'enabled' THEN NULL WHEN $6 = 'disabled' THEN 'manual' ELSE disabled_reason END, \
-             failing_since = CASE WHEN $6 = 'enabled' THEN NULL ELSE failing_since END, \
+             failing_since = CASE WHEN $6 = 'enabled' AND status = 'disabled' THEN NULL ELSE failing_since END, \
              updated_at = $7 WHERE account_id = $8 AND id = $9",
         )
         .bind(p.url.as_deref())

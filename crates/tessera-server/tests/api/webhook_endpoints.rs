@@ -248,12 +248,21 @@ async fn a_patch_changes_what_it_names_and_a_status_change_records_why(b: Backen
     let (s, v) = app.signed(Method::PATCH, &path, Some(json!({"status": "enabled"}))).await;
     assert_eq!(s, 200, "{v}");
     assert!(v["data"]["status"] == "enabled" && v["data"]["disabledReason"].is_null(), "{v}");
-    let failing = count(&app, "SELECT COUNT(*) FROM webhook_endpoints WHERE id = $1 AND failing_since IS NULL", &id);
-    assert_eq!(failing.await, 1, "the failing run is cleared");
+    let fresh = "SELECT COUNT(*) FROM webhook_endpoints WHERE id = $1 AND failing_since IS NULL";
+    assert_eq!(count(&app, fresh, &id).await, 1, "the failing run is cleared");
+    // An enabled endpoint that is failing keeps its clock when told `enabled` again.
+    sqlx::query("UPDATE webhook_endpoints SET failing_since = 5 WHERE id = $1")
+        .bind(&id)
+        .execute(&mut conn)
+        .await
+        .expect("failing");
+    let (s, v) = app.signed(Method::PATCH, &path, Some(json!({"status": "enabled"}))).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(count(&app, fresh, &id).await, 0, "still failing since 5");
 
     let audit = app.store.audit_entries(&app.account.id, 10).await.expect("audit");
     let updates: Vec<_> = audit.iter().filter(|e| e.action == "webhook_endpoint.updated").collect();
-    assert_eq!(updates.len(), 4);
+    assert_eq!(updates.len(), 5);
     let enabling = |e: &&&tessera_server::store::audit::AuditEntry| {
         e.summary["before"]["disabledReason"] == "failing" && e.summary["after"]["status"] == "enabled"
     };
