@@ -20,9 +20,10 @@ use crate::domain::portal::{
     ApprovalEntity, ApprovalFiling, ApprovalStatus, Decision, DecisionRequest, Verdict, APPROVALS_DECIDE,
     WITHDRAWALS_APPROVE,
 };
+use crate::domain::webhooks::EventType;
 use crate::store::approvals::{self, ApprovalRequest, DecisionAudit};
 use crate::store::portal::Actor;
-use crate::store::{withdrawals, Store, StoreError, StoreTx};
+use crate::store::{events, withdrawals, Store, StoreError, StoreTx};
 
 /// What deciding refuses beyond the store's answers.
 #[derive(Debug, thiserror::Error)]
@@ -238,6 +239,11 @@ async fn approve_campaign(
     if !before.status.can_move_to(CampaignStatus::Approved) || before.status == CampaignStatus::Approved {
         return Ok(Some(format!("campaign {id} is {}, not pending_approval", before.status.as_str())));
     }
-    let moved = approvals::approve_campaign(tx, account_id, &before, actor, now).await?;
-    Ok((!moved).then(|| format!("campaign {id} changed while this decision ran")))
+    let Some(after) = approvals::approve_campaign(tx, account_id, &before, actor, now).await? else {
+        return Ok(Some(format!("campaign {id} changed while this decision ran")));
+    };
+    // The organization's backend hears of the approval in the decision's transaction (D17.25).
+    let data = super::events::campaign_data(&after);
+    events::record(tx, account_id, EventType::CampaignStatusUpdated, &data, after.updated_at).await?;
+    Ok(None)
 }

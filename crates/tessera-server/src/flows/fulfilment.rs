@@ -17,6 +17,7 @@ use serde_json::json;
 use crate::domain::ledger::kind;
 use crate::domain::payments::{next_poll_delay_ms, retry_delay_ms, Attendee, TransactionType, TxStatus};
 use crate::domain::time::now_ms;
+use crate::domain::webhooks::EventType;
 use crate::providers::payments::{adapter, ProviderError, ProviderId, RemoteStatus};
 use crate::state::AppState;
 use crate::store::jobs::{self, queue};
@@ -28,6 +29,7 @@ use crate::store::tickets::{self, NewTickets};
 use crate::store::{donations, ledger, participants, StoreError, StoreResult, StoreTx};
 
 use super::checkout::first_poll_ms;
+use super::events;
 use super::routing::credentials_now;
 use super::Next;
 
@@ -218,6 +220,9 @@ pub(crate) async fn release_in(tx: &mut StoreTx, reference: &str, to: TxStatus, 
     if let (Some(tt), true) = (t.ticket_type_id.as_deref(), t.reserved > 0) {
         inventory::release(tx, tt, t.reserved, now).await?;
     }
+    if next == TxStatus::Failed {
+        events::payment(tx, reference, EventType::PaymentFailed, now).await?;
+    }
     jobs::finish(tx, queue::CHARGE, reference).await?;
     Ok(true)
 }
@@ -302,6 +307,8 @@ pub(super) async fn fulfil(conn: &mut StoreTx, p: &Purchase<'_>, now: i64) -> St
     });
     let n = NewNotification { channel: "email", event_type, recipient: p.email, subject: None, payload: &payload };
     queue_notification(conn, p.account_id, &n, now).await?;
+    // The organization's backend hears of it in the same transaction (D17.25).
+    events::payment(conn, p.reference, events::payment_success(p.kind), now).await?;
     Ok(())
 }
 

@@ -23,6 +23,7 @@ pub mod approvals;
 pub mod callbacks;
 pub mod checkout;
 pub mod customer_access;
+pub mod events;
 pub mod fulfilment;
 pub mod leaderboard;
 pub mod modules;

@@ -30,11 +30,12 @@ use crate::domain::new_id;
 use crate::domain::payments::{next_poll_delay_ms, retry_delay_ms, CURRENCY};
 use crate::domain::settings::OperationsSettings;
 use crate::domain::time::now_ms;
+use crate::domain::webhooks::EventType;
 use crate::domain::withdrawals::{needs_approval, WithdrawalRequest, WithdrawalStatus, PROVIDER_DOWN_LIMIT_MS};
 use crate::providers::payments::{adapter, ProviderError, ProviderId, RemoteStatus, TransferRequest, TransferState};
 use crate::state::AppState;
-use crate::store::withdrawals::{Created, KeyState, NewWithdrawal, Withdrawal};
-use crate::store::StoreError;
+use crate::store::withdrawals::{self, Created, KeyState, NewWithdrawal, Withdrawal};
+use crate::store::{events, StoreError, StoreResult};
 
 use super::checkout::first_poll_ms;
 use super::routing::{credentials_now, payments_settings, payout_route};
@@ -191,12 +192,12 @@ async fn apply(state: &AppState, w: &Withdrawal, remote: &TransferState) -> Resu
     }
     Ok(match remote.status {
         RemoteStatus::Success => {
-            state.store.complete_withdrawal(&w.id, now).await?;
+            end(state, &w.id, WithdrawalStatus::Completed, None, now).await?;
             Outcome::Completed
         }
         RemoteStatus::Failed => {
             let reason = remote.reason.clone().unwrap_or_else(|| "the provider reported the transfer failed".into());
-            state.store.fail_withdrawal(&w.id, &reason, now).await?;
+            end(state, &w.id, WithdrawalStatus::Failed, Some(&reason), now).await?;
             Outcome::Failed
         }
         RemoteStatus::Pending => Outcome::Processing,
@@ -272,7 +273,7 @@ pub async fn step(state: &AppState, w: &Withdrawal, step_ms: i64) -> Result<Next
             if now - since >= PROVIDER_DOWN_LIMIT_MS && w.status == WithdrawalStatus::Pending {
                 tracing::warn!(withdrawal = %w.id, error = %e, "payout provider unreachable for 24 hours; failed and released");
                 let reason = "the payout provider was unreachable for 24 hours";
-                state.store.fail_withdrawal(&w.id, reason, now_ms()).await?;
+                end(state, &w.id, WithdrawalStatus::Failed, Some(reason), now_ms()).await?;
                 return Ok(Next::Done);
             }
             let delay_ms = retry_delay_ms(step_ms);
@@ -282,7 +283,8 @@ pub async fn step(state: &AppState, w: &Withdrawal, step_ms: i64) -> Result<Next
         Err(e) if w.status == WithdrawalStatus::Pending => {
             // The provider refused the transfer itself (a 4xx): nothing was paid, release.
             tracing::warn!(withdrawal = %w.id, error = %e, "the provider refused the transfer; failed and released");
-            state.store.fail_withdrawal(&w.id, &format!("the provider refused the transfer: {e}"), now_ms()).await?;
+            let reason = format!("the provider refused the transfer: {e}");
+            end(state, &w.id, WithdrawalStatus::Failed, Some(&reason), now_ms()).await?;
             Ok(Next::Done)
         }
         Err(e) => {
@@ -290,4 +292,21 @@ pub async fn step(state: &AppState, w: &Withdrawal, step_ms: i64) -> Result<Next
             Ok(Next::Later { delay_ms: retry_delay_ms(step_ms), not_after: None, error: Some(e.to_string()) })
         }
     }
+}
+
+/// The transfer's outcome (D16.2): `completed` (released and debited) or `failed` (released),
+/// from an open state only, once, with its `withdrawal.succeeded` or `withdrawal.failed` event
+/// (D17.25) in the same transaction. Returns whether it moved.
+async fn end(state: &AppState, id: &str, to: WithdrawalStatus, reason: Option<&str>, now: i64) -> StoreResult<bool> {
+    let mut tx = state.store.begin().await?;
+    if !withdrawals::end(&mut tx, id, &withdrawals::OPEN, to, reason, now).await? {
+        return Ok(false);
+    }
+    let event =
+        if to == WithdrawalStatus::Completed { EventType::WithdrawalSucceeded } else { EventType::WithdrawalFailed };
+    if let Some(w) = withdrawals::read_in(&mut tx, id).await? {
+        events::record(&mut tx, &w.account_id, event, &super::events::withdrawal_data(&w), now).await?;
+    }
+    tx.commit().await?;
+    Ok(true)
 }

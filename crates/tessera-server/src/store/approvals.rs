@@ -262,14 +262,15 @@ pub(crate) async fn activate_member(
 }
 
 /// The campaign effect: `before` moves to approved (conditional on its status being unchanged),
-/// with the campaign's own audit entry and status notification. Returns whether it moved.
+/// with the campaign's own audit entry and status notification. Returns the campaign as it now
+/// is, or `None` when it did not move.
 pub(crate) async fn approve_campaign(
     conn: &mut sqlx::AnyConnection,
     account_id: &str,
     before: &Campaign,
     actor: &Actor,
     now: i64,
-) -> StoreResult<bool> {
+) -> StoreResult<Option<Campaign>> {
     let updated_at = now.max(before.updated_at + 1);
     let n = sqlx::query(
         "UPDATE campaigns SET status = 'approved', updated_at = $1 WHERE account_id = $2 AND id = $3 AND status = $4",
@@ -282,11 +283,11 @@ pub(crate) async fn approve_campaign(
     .await?
     .rows_affected();
     if n != 1 {
-        return Ok(false);
+        return Ok(None);
     }
     let after = Campaign { status: CampaignStatus::Approved, updated_at, ..before.clone() };
     let summary = json!({"before": campaigns::summary(before), "after": campaigns::summary(&after)});
     portal_audit(conn, account_id, actor, "campaign.status_changed", "campaign", &before.id, summary).await?;
     campaigns::queue_status_notification(conn, account_id, before, &after).await?;
-    Ok(true)
+    Ok(Some(after))
 }

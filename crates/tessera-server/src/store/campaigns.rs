@@ -12,6 +12,7 @@ use crate::domain::campaigns::{search_text, CampaignStatus, CampaignType};
 use crate::domain::notifications::NotificationChannel;
 use crate::domain::settings::NotificationsSettings;
 use crate::domain::time::now_ms;
+use crate::domain::webhooks::EventType;
 use crate::domain::{new_id, DomainError};
 
 /// Which campaigns a list shows (D3.4 visibility plus the query filters).
@@ -185,11 +186,12 @@ impl Store {
         id: &str,
         change: impl Fn(&Campaign) -> Result<Campaign, DomainError>,
         audit: Audit<'_>,
+        render: fn(&Campaign) -> serde_json::Value,
     ) -> Result<Campaign, UpdateError> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.try_update_campaign(account_id, id, &change, &audit).await {
+            match self.try_update_campaign(account_id, id, &change, &audit, render).await {
                 Err(UpdateError::Raced) if attempt < 8 => continue,
                 other => return other,
             }
@@ -202,6 +204,7 @@ impl Store {
         id: &str,
         change: &impl Fn(&Campaign) -> Result<Campaign, DomainError>,
         audit: &Audit<'_>,
+        render: fn(&Campaign) -> serde_json::Value,
     ) -> Result<Campaign, UpdateError> {
         let mut tx = self.writer().begin().await.map_err(StoreError::from)?;
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM campaigns WHERE account_id = $1 AND id = $2"))
@@ -249,6 +252,9 @@ impl Store {
         record(&mut tx, account_id, &entry).await?;
         if before.status != after.status {
             queue_status_notification(&mut tx, account_id, &before, &after).await?;
+            let data = render(&after);
+            super::events::record(&mut tx, account_id, EventType::CampaignStatusUpdated, &data, after.updated_at)
+                .await?;
         }
         tx.commit().await.map_err(StoreError::from)?;
         Ok(after)

@@ -54,11 +54,17 @@ impl Store {
 
     /// The id of the donation a transaction recorded.
     pub async fn donation_of(&self, reference: &str) -> StoreResult<Option<String>> {
-        Ok(sqlx::query("SELECT id FROM donations WHERE transaction_reference = $1")
-            .bind(reference)
-            .fetch_optional(self.reader())
-            .await?
-            .map(|r| r.try_get("id"))
-            .transpose()?)
+        let mut conn = self.reader().acquire().await?;
+        donation_of_in(&mut conn, reference).await
     }
+}
+
+/// [`Store::donation_of`] in the caller's transaction (an event's payment, D17.26).
+pub(crate) async fn donation_of_in(conn: &mut sqlx::AnyConnection, reference: &str) -> StoreResult<Option<String>> {
+    Ok(sqlx::query("SELECT id FROM donations WHERE transaction_reference = $1")
+        .bind(reference)
+        .fetch_optional(conn)
+        .await?
+        .map(|r| r.try_get("id"))
+        .transpose()?)
 }

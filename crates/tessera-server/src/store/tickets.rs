@@ -18,6 +18,7 @@ use super::{Backend, Store, StoreError, StoreResult};
 use crate::domain::campaigns::CampaignStatus;
 use crate::domain::payments::Attendee;
 use crate::domain::tickets::TicketStatus;
+use crate::domain::webhooks::EventType;
 
 /// A ticket as every read shows it (D16.9).
 #[derive(Debug, Clone, PartialEq)]
@@ -103,14 +104,24 @@ pub struct CheckInRequest {
     pub action: String,
     pub entity_type: String,
     pub summary: serde_json::Value,
+    /// The `data` of the check-in's `ticket.checked_in` event: the ticket as the API shows it
+    /// (D17.26; the views sit above the store).
+    pub render: fn(&Ticket) -> serde_json::Value,
 }
 
-/// The group-committing writer of check-ins (answers: whether each one won).
-pub type CheckinWriter = super::group_commit::GroupCommit<CheckInRequest, bool>;
+/// The group-committing writer of check-ins (answers: whether each one won), and how each
+/// check-in's `ticket.checked_in` event shows the ticket.
+#[derive(Clone, Debug)]
+pub struct CheckinWriter {
+    batches: super::group_commit::GroupCommit<CheckInRequest, bool>,
+    render: fn(&Ticket) -> serde_json::Value,
+}
 
-/// Starts the check-in writer.
-pub fn checkin_writer(store: Store) -> CheckinWriter {
-    CheckinWriter::start(store, |store, requests| Box::pin(store.check_in_batch(requests)))
+/// Starts the check-in writer; `render` is the `data` of `ticket.checked_in` (D17.26).
+pub fn checkin_writer(store: Store, render: fn(&Ticket) -> serde_json::Value) -> CheckinWriter {
+    let batches =
+        super::group_commit::GroupCommit::start(store, |store, requests| Box::pin(store.check_in_batch(requests)));
+    CheckinWriter { batches, render }
 }
 
 fn gate_from_row(r: &impl Get) -> StoreResult<GateTicket> {
@@ -118,16 +129,22 @@ fn gate_from_row(r: &impl Get) -> StoreResult<GateTicket> {
     Ok(GateTicket { ticket: ticket_from_row(r)?, campaign_archived: status == CampaignStatus::Archived.as_str() })
 }
 
+/// Tickets a transaction issued, in issue order, in the caller's transaction.
+pub(crate) async fn tickets_of_in(conn: &mut sqlx::AnyConnection, reference: &str) -> StoreResult<Vec<Ticket>> {
+    let rows = sqlx::query(&format!(
+        "SELECT {TICKET_COLUMNS} {TICKET_FROM} WHERE k.transaction_reference = $1 ORDER BY k.created_at, k.id"
+    ))
+    .bind(reference)
+    .fetch_all(conn)
+    .await?;
+    rows.iter().map(ticket_from_row).collect()
+}
+
 impl Store {
     /// Tickets a transaction issued, in issue order.
     pub async fn tickets_of(&self, reference: &str) -> StoreResult<Vec<Ticket>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {TICKET_COLUMNS} {TICKET_FROM} WHERE k.transaction_reference = $1 ORDER BY k.created_at, k.id"
-        ))
-        .bind(reference)
-        .fetch_all(self.reader())
-        .await?;
-        rows.iter().map(ticket_from_row).collect()
+        let mut conn = self.reader().acquire().await?;
+        tickets_of_in(&mut conn, reference).await
     }
 
     /// Tickets of several transactions (list reads), grouped by reference, in issue order.
@@ -176,6 +193,7 @@ impl Store {
     ) -> StoreResult<CheckIn> {
         let id = gate.ticket.id.clone();
         let won = writer
+            .batches
             .write(CheckInRequest {
                 account_id: account_id.to_string(),
                 ticket_id: id.clone(),
@@ -186,6 +204,7 @@ impl Store {
                 action: audit.action.to_string(),
                 entity_type: audit.entity_type.to_string(),
                 summary: audit.summary.clone(),
+                render: writer.render,
             })
             .await?;
         if won {
@@ -281,6 +300,25 @@ impl Store {
                 })
                 .collect();
             record_many(&mut tx, &entries).await?;
+            // Each check-in is an event of its account, as the ticket now reads (D17.25).
+            let sql = format!(
+                "SELECT {TICKET_COLUMNS} {TICKET_FROM} WHERE k.id IN ({}) ORDER BY k.checked_in_at, k.id",
+                placeholders(winners.len())
+            );
+            let ids: Vec<String> = winners.iter().map(|&i| requests[i].ticket_id.clone()).collect();
+            let checked: Vec<Ticket> = bind_all(sqlx::query(&sql), &ids)
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(ticket_from_row)
+                .collect::<StoreResult<_>>()?;
+            let request_of: HashMap<&str, &CheckInRequest> =
+                winners.iter().map(|&i| (requests[i].ticket_id.as_str(), &requests[i])).collect();
+            for t in &checked {
+                let Some(r) = request_of.get(t.id.as_str()) else { continue };
+                super::events::record(&mut tx, &r.account_id, EventType::TicketCheckedIn, &(r.render)(t), r.now)
+                    .await?;
+            }
             for i in winners {
                 won[i] = true;
             }

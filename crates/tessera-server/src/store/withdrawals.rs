@@ -154,7 +154,7 @@ async fn key_state(
 
 /// The end of an open withdrawal, in the caller's transaction: the status move (from an open
 /// state only), the release, and the debit when it completed. Returns whether it moved.
-async fn end(
+pub(crate) async fn end(
     conn: &mut sqlx::AnyConnection,
     id: &str,
     from: &[WithdrawalStatus],
@@ -197,7 +197,8 @@ async fn end(
     Ok(true)
 }
 
-const OPEN: [WithdrawalStatus; 2] = [WithdrawalStatus::Pending, WithdrawalStatus::Processing];
+/// The states a transfer's outcome ends.
+pub(crate) const OPEN: [WithdrawalStatus; 2] = [WithdrawalStatus::Pending, WithdrawalStatus::Processing];
 
 impl Store {
     /// How an idempotency key of the account stands for a body with `hash` (a read before the
@@ -386,22 +387,6 @@ impl Store {
             == 1)
     }
 
-    /// The provider confirmed the transfer: completed, released and debited, once (D16.2).
-    pub async fn complete_withdrawal(&self, id: &str, now: i64) -> StoreResult<bool> {
-        let mut tx = self.writer().begin().await?;
-        let moved = end(&mut tx, id, &OPEN, WithdrawalStatus::Completed, None, now).await?;
-        tx.commit().await?;
-        Ok(moved)
-    }
-
-    /// The transfer failed (or its provider stayed down): failed and released, once.
-    pub async fn fail_withdrawal(&self, id: &str, reason: &str, now: i64) -> StoreResult<bool> {
-        let mut tx = self.writer().begin().await?;
-        let moved = end(&mut tx, id, &OPEN, WithdrawalStatus::Failed, Some(reason), now).await?;
-        tx.commit().await?;
-        Ok(moved)
-    }
-
     /// A provider call went unanswered: records when the outage began (kept if already set) and
     /// returns it.
     pub async fn note_provider_down(&self, id: &str, now: i64) -> StoreResult<i64> {
@@ -429,6 +414,17 @@ impl Store {
         .await?;
         Ok(())
     }
+}
+
+/// A withdrawal by id, in the caller's transaction.
+pub(crate) async fn read_in(conn: &mut sqlx::AnyConnection, id: &str) -> StoreResult<Option<Withdrawal>> {
+    sqlx::query(&format!("SELECT {COLUMNS} FROM withdrawals WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(conn)
+        .await?
+        .as_ref()
+        .map(from_row)
+        .transpose()
 }
 
 /// Approval of a withdrawal Tessera held for approval (D14.2), in the decision's transaction:

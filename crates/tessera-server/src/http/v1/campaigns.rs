@@ -15,6 +15,7 @@ use crate::domain::check::Check;
 pub use crate::views::campaigns::CampaignOut;
 
 use crate::domain::time::rfc3339;
+use crate::flows::events;
 use crate::http::envelope::{ok_rendered_page, ApiResponse, Envelope, ListEnvelope, Pagination};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, AnyKey, ApiJson, ListFilters, ListQuery, Scheme, Signed};
@@ -211,6 +212,7 @@ pub async fn update(
             campaign_id(&id)?,
             |current| parse_update(&input, current),
             audit(&caller, "campaign.updated", "campaign"),
+            events::campaign_data,
         )
         .await?;
     Ok(ApiResponse::ok(CampaignUpdatedOut {
