@@ -583,6 +583,36 @@ async fn a_test_event_refuses_a_missing_or_unknown_type(b: Backend) {
     assert_eq!((s, v["code"].as_str()), (404, Some("not_found")), "{v}");
 }
 
+async fn a_recorded_change_is_in_the_feed_and_queued_for_the_endpoints_that_take_it(b: Backend) {
+    let app = spawn(b).await;
+    let takes = id_of(&create(&app, json!({"url": URL, "eventTypes": ["campaign.status.updated"]})).await);
+    let skips = id_of(&create(&app, json!({"url": URL, "eventTypes": ["payment.failed"]})).await);
+    let body = json!({"title": "Feed night", "description": "An evening to read the feed.", "campaign_type": "ticketing",
+        "start_date": "2027-03-01T18:00:00Z", "end_date": "2027-03-02T02:00:00Z"});
+    let (s, v) = app.signed(Method::POST, &format!("{V1}/campaigns"), Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    let campaign = v["data"]["id"].as_str().expect("id").to_string();
+    let at = format!("{V1}/campaigns/{campaign}");
+    let (s, v) = app.signed(Method::PATCH, &at, Some(json!({"status": "pending_approval"}))).await;
+    assert_eq!(s, 200, "{v}");
+
+    let (_, feed) = app.signed(Method::GET, &format!("{V1}/events"), None).await;
+    let events = feed["data"].as_array().expect("items");
+    let event = events.iter().find(|e| e["type"] == "campaign.status.updated").expect("the change is in the feed");
+    let (_, shown) = app.signed(Method::GET, &at, None).await;
+    assert_eq!(event["data"], shown["data"], "data is the campaign as GET /campaigns/:id shows it");
+    let id = event["id"].as_str().expect("id");
+    assert_eq!(deliveries(&app, &takes).await, [(id.to_string(), event["sequence"].as_i64().expect("sequence"))]);
+    assert!(deliveries(&app, &skips).await.is_empty(), "the filter leaves it out");
+    // Replayed by time for the endpoint that skipped it: its filter still applies; by id it goes.
+    let replay = format!("{ENDPOINTS}/{skips}/replay");
+    let timestamp = event["timestamp"].as_str().expect("timestamp");
+    let (_, v) = app.signed(Method::POST, &replay, Some(json!({"since": timestamp, "until": timestamp}))).await;
+    assert_eq!(v["data"]["queued"], 0, "{v}");
+    let (_, v) = app.signed(Method::POST, &replay, Some(json!({"eventId": id}))).await;
+    assert_eq!(v["data"]["queued"], 1, "{v}");
+}
+
 on_both!(
     an_endpoint_is_created_with_its_secret_shown_once_and_sealed_at_rest,
     the_url_must_be_https_and_public_unless_private_endpoints_are_allowed,
@@ -596,4 +626,5 @@ on_both!(
     every_route_asks_for_its_scope,
     another_accounts_endpoint_is_not_found_on_every_route,
     a_test_event_refuses_a_missing_or_unknown_type,
+    a_recorded_change_is_in_the_feed_and_queued_for_the_endpoints_that_take_it,
 );
