@@ -4,7 +4,8 @@
 //!
 //! With the sandbox (D11.3) the demo account's payments and notifications settings point at it
 //! (its own provider credentials, its SMS gateway and SMTP sink), so a purchase works end to end
-//! with no other process and no internet.
+//! with no other process and no internet; a webhook endpoint of the account points at the
+//! sandbox's inbox, so the purchase's `ticket.purchase.confirmed` shows there, verified (D17.26).
 use std::path::Path;
 
 use anyhow::Context as _;
@@ -13,6 +14,8 @@ use serde_json::{json, Value};
 use super::admin;
 use crate::auth::crypto::{write_private_file, Keyring};
 use crate::domain::settings::{merge_patch, seal_secrets, validate, SEALED};
+use crate::domain::time::now_ms;
+use crate::domain::webhooks::new_secret;
 use crate::store::audit::Audit;
 use crate::store::Store;
 
@@ -124,12 +127,35 @@ pub async fn point_at_sandbox(
     Ok(())
 }
 
+/// How the demo's webhook endpoint is described: later starts find it by it.
+pub const INBOX_ENDPOINT: &str = "serve --demo: the sandbox's webhook inbox";
+
+/// Points a webhook endpoint of the demo account (every event type) at the sandbox's inbox:
+/// made on the first start, its URL set again on later ones (the sandbox may listen elsewhere).
+/// Returns its secret, which the inbox must be given to verify deliveries (it keeps nothing
+/// across starts).
+pub async fn point_webhooks_at_inbox(store: &Store, keyring: &Keyring, inbox_url: &str) -> anyhow::Result<String> {
+    use secrecy::ExposeSecret as _;
+    let account = store.account_by_slug(SLUG).await.context("the demo account")?;
+    let fresh = new_secret();
+    let seal = |id: &str| keyring.encrypt(&format!("webhook:{id}"), &fresh);
+    let endpoint = store
+        .ensure_demo_webhook_endpoint(&account.id, inbox_url, INBOX_ENDPOINT, seal, now_ms())
+        .await
+        .context("the demo's webhook endpoint")?;
+    let plain = keyring
+        .decrypt(&format!("webhook:{}", endpoint.id), &endpoint.secret_sealed)
+        .context("the demo webhook endpoint's secret does not open with this master key")?;
+    String::from_utf8(plain.expose_secret().clone()).context("the demo webhook endpoint's secret")
+}
+
 /// The banner's sandbox lines.
 pub fn sandbox_banner(sandbox_base: &str, smtp: &str) -> String {
     format!(
         "\nSandbox (providers, checkout, SMS, SMTP sink; in memory, for demos and tests):\n  {sandbox_base}\n  \
          provider_a (default) {sandbox_base}/provider_a, provider_b (fallback) {sandbox_base}/provider_b, provider_c {sandbox_base}/provider_c\n  \
          SMTP sink {smtp}; received mail: curl -s {sandbox_base}/sandbox/mail ; SMS: curl -s {sandbox_base}/sandbox/sms\n  \
-         Settle a charge without the checkout page: curl -s -X POST {sandbox_base}/sandbox/charges/<reference>/succeed\n"
+         Settle a charge without the checkout page: curl -s -X POST {sandbox_base}/sandbox/charges/<reference>/succeed\n  \
+         The demo account's webhooks (verified): curl -s {sandbox_base}/sandbox/webhooks/inbox\n"
     )
 }

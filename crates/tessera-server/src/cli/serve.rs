@@ -48,6 +48,9 @@ pub async fn serve(mut cfg: Config, demo_sandbox: Option<SocketAddr>) -> anyhow:
         let smtp_port = sandbox.smtp_addr().map(|a| a.port()).unwrap_or(2525);
         demo::point_at_sandbox(&state.store, state.directory.keyring(), sandbox.base_url(), ("127.0.0.1", smtp_port))
             .await?;
+        let secret =
+            demo::point_webhooks_at_inbox(&state.store, state.directory.keyring(), &sandbox.inbox_url()).await?;
+        sandbox.add_inbox_secret(&secret)?;
         println!("{}", demo::banner(&keys, &base_url, &exe_for_display()));
         println!("{}", demo::sandbox_banner(sandbox.base_url(), &smtp));
         state.directory.refresh().await?;
@@ -67,6 +70,7 @@ pub async fn sandbox(opts: SandboxOptions, data_dir: &std::path::Path) -> anyhow
         "Tessera sandbox on {base} (in memory; for demos and tests, it moves no money)\n  \
          provider APIs: {base}/provider_a (Paystack's API), {base}/provider_b, {base}/provider_c (gateway protocol)\n  \
          SMS gateway: {base}/sms/messages   SMTP sink: {smtp} (STARTTLS; trust {ca} with TESSERA_EXTRA_CA_FILE)\n  \
+         webhook inbox (Standard Webhooks, verifying): {base}/sandbox/webhooks/inbox (secrets: POST {base}/sandbox/webhooks/inbox/secrets)\n  \
          control API: {base}/sandbox/…  (docs/providers.md)",
         base = sandbox.base_url(),
         smtp = sandbox.smtp_addr().map(|a| a.to_string()).unwrap_or_else(|| "off".into()),

@@ -5,13 +5,15 @@
 //! signs its webhooks with the secret each charge was created with (D6.1), and has a control API
 //! under `/sandbox` to settle charges and transfers, cause outages and faults, and read what it
 //! received. It also plays the USSD gateways and the handset in front of Tessera (D17.23,
-//! [`ussd`]).
+//! [`ussd`]), and receives Tessera's own outbound webhooks in a verifying inbox (D17.26,
+//! [`inbox`]).
 //!
 //! It keeps nothing on disk and delivers webhooks to loopback addresses only: it is for demos
 //! and tests, never for money.
 mod api;
 mod checkout;
 mod control;
+mod inbox;
 mod smtp;
 mod ussd;
 
@@ -164,6 +166,22 @@ impl SandboxHandle {
     /// Webhook deliveries, newest first.
     pub fn webhooks(&self) -> Vec<Value> {
         newest_first(&self.shared.db().webhooks)
+    }
+
+    /// The webhook inbox's URL (`POST` deliveries here; `GET` lists them).
+    pub fn inbox_url(&self) -> String {
+        format!("{}/sandbox/webhooks/inbox", self.shared.base_url)
+    }
+
+    /// Registers a `whsec_…` secret the inbox verifies deliveries with, as
+    /// `POST /sandbox/webhooks/inbox/secrets` does.
+    pub fn add_inbox_secret(&self, secret: &str) -> anyhow::Result<()> {
+        inbox::register(&self.shared, secret).map(|_| ()).map_err(anyhow::Error::msg)
+    }
+
+    /// Deliveries the inbox received, newest first, as `GET /sandbox/webhooks/inbox` shows them.
+    pub fn inbox(&self) -> Vec<Value> {
+        newest_first(&self.shared.db().inbox)
     }
 
     /// SMS messages received, newest first.
@@ -504,6 +522,10 @@ pub(crate) struct Db {
     pub webhooks: Vec<Value>,
     pub sms: Vec<Value>,
     pub mail: Vec<Value>,
+    /// Outbound webhooks Tessera delivered to the inbox ([`inbox`]).
+    pub inbox: Vec<Value>,
+    /// The secrets the inbox verifies them with.
+    pub inbox_secrets: Vec<String>,
     pub down: HashSet<String>,
     pub faults: Faults,
     pub ussd: ussd::Sessions,
@@ -730,6 +752,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .merge(api::sms_routes(shared.clone()))
         .merge(checkout::routes(shared.clone()))
         .merge(control::routes(shared.clone()))
+        .merge(inbox::routes(shared.clone()))
         .merge(ussd::routes(shared))
         .fallback(|| async { gateway_error(StatusCode::NOT_FOUND, "not_found", "no such sandbox route") })
 }

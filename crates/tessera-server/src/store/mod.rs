@@ -31,6 +31,7 @@ pub mod submissions;
 pub mod ticket_types;
 pub mod tickets;
 pub mod ussd;
+pub mod webhook_deliveries;
 pub mod webhook_endpoints;
 pub mod webhooks;
 pub mod withdrawals;

@@ -15,6 +15,7 @@
 //! | `tessera_job_oldest_age_seconds` | gauge | `queue` |
 //! | `tessera_webhooks_received_total` | counter | `provider`, `outcome` |
 //! | `tessera_notifications_total` | counter | `channel`, `outcome` |
+//! | `tessera_webhook_deliveries_total` | counter | `outcome` (`delivered`, `retry`, `failed`, `gone`, `test`): requests to accounts' webhook endpoints (D17.26) |
 //! | `tessera_qr_images_rendered_total` | counter | — (QR PNGs drawn for messages, item 5 of issue 22) |
 //! | `tessera_redis_round_trips_total` | counter | `script` (`signed`, `admitted`, `refused`, `give_back`): one per request's call (calls that arrive together share a round trip) |
 //! | `tessera_redis_round_trip_seconds` | histogram | `script`: from a request's call to its answer (its batch's round trip and the wait for it) |
@@ -29,6 +30,7 @@ pub const JOB_QUEUE_DEPTH: &str = "tessera_job_queue_depth";
 pub const JOB_OLDEST_AGE: &str = "tessera_job_oldest_age_seconds";
 pub const WEBHOOKS_RECEIVED: &str = "tessera_webhooks_received_total";
 pub const NOTIFICATIONS: &str = "tessera_notifications_total";
+pub const WEBHOOK_DELIVERIES: &str = "tessera_webhook_deliveries_total";
 pub const QR_IMAGES_RENDERED: &str = "tessera_qr_images_rendered_total";
 pub const REDIS_ROUND_TRIPS: &str = "tessera_redis_round_trips_total";
 pub const REDIS_DURATION: &str = "tessera_redis_round_trip_seconds";
@@ -75,6 +77,7 @@ fn describe() {
     describe_gauge!(JOB_OLDEST_AGE, Unit::Seconds, "Age of the oldest job not yet done, per queue.");
     describe_counter!(WEBHOOKS_RECEIVED, "Inbound provider webhooks, by provider and outcome.");
     describe_counter!(NOTIFICATIONS, "Notification delivery attempts, by channel and outcome.");
+    describe_counter!(WEBHOOK_DELIVERIES, "Requests to accounts' webhook endpoints, by outcome.");
     describe_counter!(
         REDIS_ROUND_TRIPS,
         "Round trips to Redis (the guards several instances share, D17.1), by script."
@@ -146,6 +149,12 @@ pub fn webhook_received(provider: &'static str, outcome: &'static str) {
 /// `"retry"`, `"failed"`.
 pub fn notification_outcome(channel: &'static str, outcome: &'static str) {
     metrics::counter!(NOTIFICATIONS, "channel" => channel, "outcome" => outcome).increment(1);
+}
+
+/// One request to an account's webhook endpoint: `outcome` `"delivered"`, `"retry"`,
+/// `"failed"` (retries used up), `"gone"` (a 410 disabled the endpoint) or `"test"`.
+pub fn webhook_delivery(outcome: &'static str) {
+    metrics::counter!(WEBHOOK_DELIVERIES, "outcome" => outcome).increment(1);
 }
 
 /// `n` QR images drawn for a message.

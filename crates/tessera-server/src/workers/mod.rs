@@ -6,6 +6,7 @@
 //! `try_execute_one` runs one due job (tests drain queues with it); `spawn` runs the loops
 //! until the token is cancelled, then hands claimed jobs back.
 pub mod charges;
+pub mod deliveries;
 pub mod momo;
 pub mod notifications;
 pub mod payouts;
@@ -49,12 +50,13 @@ async fn follow(state: &AppState, job: &Job, next: Next) -> anyhow::Result<()> {
 /// Starts every worker loop. Two loops per queue, so one slow provider call does not hold up
 /// the rest of the queue.
 pub fn spawn(state: &AppState, cancel: &CancellationToken) -> Vec<JoinHandle<()>> {
-    let workers: [Worker; 5] = [
+    let workers: [Worker; 6] = [
         ("webhooks", |s| Box::pin(async move { webhooks::try_execute_one(&s).await })),
         ("charges", |s| Box::pin(async move { charges::try_execute_one(&s).await })),
         ("payouts", |s| Box::pin(async move { payouts::try_execute_one(&s).await })),
         ("notifications", |s| Box::pin(async move { notifications::try_execute_one(&s).await })),
         ("momo", |s| Box::pin(async move { momo::try_execute_one(&s).await })),
+        ("deliveries", |s| Box::pin(async move { deliveries::try_execute_one(&s).await })),
     ];
     let mut handles = Vec::new();
     for (name, step) in workers {
@@ -106,6 +108,10 @@ pub async fn drain(state: &AppState) -> anyhow::Result<usize> {
             any = true;
         }
         while momo::try_execute_one(state).await? {
+            ran += 1;
+            any = true;
+        }
+        while deliveries::try_execute_one(state).await? {
             ran += 1;
             any = true;
         }
