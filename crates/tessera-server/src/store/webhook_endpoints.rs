@@ -3,8 +3,8 @@
 //! [`super::events::enqueue_delivery`] in one transaction) and the attempt log. Every method
 //! takes the account id first: another account's endpoint looks like no endpoint.
 //!
-//! The sealed secrets never leave this module in [`WebhookEndpoint`]; the delivery reads them
-//! through [`Store::webhook_endpoint_secrets`].
+//! The sealed secrets never leave this module in [`WebhookEndpoint`]; the sender reads them
+//! through `store::webhook_deliveries` (`sending_endpoint`).
 use serde_json::{json, Value};
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -29,22 +29,6 @@ pub struct WebhookEndpoint {
     pub disabled_reason: Option<DisabledReason>,
     pub created_at: i64,
     pub updated_at: i64,
-}
-
-/// An endpoint's sealed signing secrets (open with the keyring under `webhook:<endpoint id>`):
-/// the current one, and the previous one while its rotation grace lasts.
-#[derive(Clone)]
-pub struct SealedSecrets {
-    pub current: String,
-    /// The previous secret, when `previous_until` is still ahead.
-    pub previous: Option<String>,
-    pub previous_until: Option<i64>,
-}
-
-impl std::fmt::Debug for SealedSecrets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SealedSecrets(..)")
-    }
 }
 
 /// One request made to an endpoint, as `GET /webhook-endpoints/:id/attempts` lists it.
@@ -251,27 +235,6 @@ impl Store {
         record(&mut tx, account_id, &Audit { entity_id: id, summary, ..audit }).await?;
         tx.commit().await?;
         Ok(())
-    }
-
-    /// The sealed secrets that sign an endpoint's requests at `now` (the previous one only while
-    /// its grace lasts). For the delivery and the test events, not for answers.
-    pub async fn webhook_endpoint_secrets(&self, account_id: &str, id: &str, now: i64) -> StoreResult<SealedSecrets> {
-        let row = sqlx::query(
-            "SELECT secret_sealed, previous_secret_sealed, previous_secret_until FROM webhook_endpoints \
-             WHERE account_id = $1 AND id = $2",
-        )
-        .bind(account_id)
-        .bind(id)
-        .fetch_optional(self.reader())
-        .await?
-        .ok_or(StoreError::NotFound("webhook endpoint"))?;
-        let until: Option<i64> = row.try_get("previous_secret_until")?;
-        let live = until.is_some_and(|u| u > now);
-        Ok(SealedSecrets {
-            current: row.try_get("secret_sealed")?,
-            previous: if live { row.try_get("previous_secret_sealed")? } else { None },
-            previous_until: until.filter(|_| live),
-        })
     }
 
     /// `POST /webhook-endpoints/:id/replay {eventId}`: queues that event of the account for

@@ -613,6 +613,49 @@ async fn a_recorded_change_is_in_the_feed_and_queued_for_the_endpoints_that_take
     assert_eq!(v["data"]["queued"], 1, "{v}");
 }
 
+/// A loopback receiver that answers 200 and counts what it was sent.
+async fn receiver() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>, tokio::sync::oneshot::Sender<()>) {
+    let got = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let sink = got.clone();
+    let app = axum::Router::new().fallback(move || {
+        sink.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async { "ok" }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/in", listener.local_addr().expect("addr"));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = rx.await;
+            })
+            .await;
+    });
+    (url, got, tx)
+}
+
+async fn a_test_event_answers_202_with_its_attempt_and_stays_out_of_the_feed(b: Backend) {
+    let app = spawn_with(b, |c| c.security.allow_private_endpoints = true).await;
+    let (url, got, _stop) = receiver().await;
+    // The filter does not apply to test events (D17.41).
+    let id = id_of(&create(&app, json!({"url": url, "eventTypes": ["payment.failed"]})).await);
+    let (s, v) =
+        app.signed(Method::POST, &format!("{ENDPOINTS}/{id}/test"), Some(json!({"type": "ticket.checked_in"}))).await;
+    assert_eq!(s, 202, "{v}");
+    let d = &v["data"];
+    let event = d["eventId"].as_str().expect("eventId").to_string();
+    assert!(uuid::Uuid::parse_str(&event).is_ok(), "{v}");
+    assert_eq!((d["statusCode"].as_i64(), d["error"].is_null()), (Some(200), true), "{v}");
+    assert!(d["durationMs"].as_i64().is_some_and(|ms| ms >= 0), "{v}");
+    assert_eq!(d.as_object().map(|o| o.len()), Some(4), "{v}");
+    assert_eq!(got.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let (_, log) = app.signed(Method::GET, &format!("{ENDPOINTS}/{id}/attempts"), None).await;
+    assert_eq!(log["data"][0]["eventId"], event.as_str(), "{log}");
+    assert_eq!(log["data"][0]["statusCode"], 200, "{log}");
+    let (_, feed) = app.signed(Method::GET, &format!("{V1}/events"), None).await;
+    assert!(!feed.to_string().contains(&event), "a test event is not in the feed: {feed}");
+}
+
 on_both!(
     an_endpoint_is_created_with_its_secret_shown_once_and_sealed_at_rest,
     the_url_must_be_https_and_public_unless_private_endpoints_are_allowed,
@@ -627,4 +670,5 @@ on_both!(
     another_accounts_endpoint_is_not_found_on_every_route,
     a_test_event_refuses_a_missing_or_unknown_type,
     a_recorded_change_is_in_the_feed_and_queued_for_the_endpoints_that_take_it,
+    a_test_event_answers_202_with_its_attempt_and_stays_out_of_the_feed,
 );
