@@ -10,7 +10,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::audit::{record, Audit};
-use super::events::{enqueue_delivery, takes};
+use super::events::{enqueue_delivery, takes, wake};
 use super::query::{Arg, Filter};
 use super::{Store, StoreError, StoreResult};
 use crate::domain::webhook_endpoints::{event_types_json, DisabledReason, EndpointPatch, EndpointStatus, NewEndpoint};
@@ -182,6 +182,9 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         let after = read_one(&mut tx, account_id, id).await?;
+        if p.status == Some(EndpointStatus::Enabled) {
+            wake(&mut tx, id).await?;
+        }
         let summary = json!({"before": summary(&before), "after": summary(&after)});
         record(&mut tx, account_id, &Audit { entity_id: id, summary, ..audit }).await?;
         tx.commit().await?;
@@ -257,6 +260,7 @@ impl Store {
             .ok_or(StoreError::NotFound("event"))?
             .try_get("sequence")?;
         enqueue_delivery(&mut tx, account_id, endpoint_id, event_id, sequence, now).await?;
+        wake(&mut tx, endpoint_id).await?;
         let summary = json!({"after": {"eventId": event_id, "queued": 1}});
         record(&mut tx, account_id, &Audit { entity_id: endpoint_id, summary, ..audit }).await?;
         tx.commit().await?;
@@ -294,6 +298,9 @@ impl Store {
                 enqueue_delivery(&mut tx, account_id, endpoint_id, &event_id, row.try_get("sequence")?, now).await?;
                 queued += 1;
             }
+        }
+        if queued > 0 {
+            wake(&mut tx, endpoint_id).await?;
         }
         let summary = json!({"after": {"since": since, "until": until, "queued": queued}});
         record(&mut tx, account_id, &Audit { entity_id: endpoint_id, summary, ..audit }).await?;
