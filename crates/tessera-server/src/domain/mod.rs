@@ -55,6 +55,7 @@ pub mod tickets;
 pub mod time;
 pub mod urls;
 pub mod ussd;
+pub mod webhook_endpoints;
 pub mod webhooks;
 pub mod withdrawals;
 

@@ -134,6 +134,13 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(v1::my_tickets::qr))
         .routes(routes!(v1::notifications::create, v1::notifications::list))
         .routes(routes!(v1::notifications::show))
+        .routes(routes!(v1::webhook_endpoints::create, v1::webhook_endpoints::list))
+        .routes(routes!(v1::webhook_endpoints::show, v1::webhook_endpoints::update, v1::webhook_endpoints::delete))
+        .routes(routes!(v1::webhook_endpoints::rotate_secret))
+        .routes(routes!(v1::webhook_endpoints::test))
+        .routes(routes!(v1::webhook_endpoints::replay))
+        .routes(routes!(v1::webhook_endpoints::attempts))
+        .routes(routes!(v1::events::list))
         // Both forms: signed, or domain key
         .routes(routes!(v1::campaigns::list))
         .routes(routes!(v1::tickets::verify))

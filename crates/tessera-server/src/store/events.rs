@@ -111,6 +111,17 @@ pub(crate) async fn enqueue_delivery(
     Ok(())
 }
 
+/// Ends an endpoint's parking (D17.41): a replay or a re-enable may have put a delivery that
+/// is due now ahead of the retry the endpoint was parked for. A worker holding the endpoint
+/// (an owner is set) finds the new head itself.
+pub(crate) async fn wake(conn: &mut sqlx::AnyConnection, endpoint_id: &str) -> StoreResult<()> {
+    sqlx::query("UPDATE webhook_endpoints SET lease_until = NULL WHERE id = $1 AND lease_owner IS NULL")
+        .bind(endpoint_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 impl Store {
     /// The feed (`GET /events?after=&limit=`): the account's events after `after`, in sequence
     /// order.

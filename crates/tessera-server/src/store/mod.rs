@@ -32,6 +32,7 @@ pub mod ticket_types;
 pub mod tickets;
 pub mod ussd;
 pub mod webhook_deliveries;
+pub mod webhook_endpoints;
 pub mod webhooks;
 pub mod withdrawals;
 

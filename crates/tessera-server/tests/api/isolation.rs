@@ -66,6 +66,9 @@ struct Seed {
     /// Reseller B: its owner's e-mail and session.
     b_owner: String,
     b_portal: String,
+    /// A's webhook endpoint and one of A's events (D17.24, D17.27).
+    webhook_endpoint: String,
+    event: String,
 }
 
 struct Ctx {
@@ -181,6 +184,10 @@ async fn a_view(c: &Ctx) -> Vec<(String, Value)> {
         "/submissions".to_string(),
         "/settings".to_string(),
         "/context".to_string(),
+        "/webhook-endpoints".to_string(),
+        format!("/webhook-endpoints/{}", s.webhook_endpoint),
+        format!("/webhook-endpoints/{}/attempts", s.webhook_endpoint),
+        "/events".to_string(),
     ]
     .into_iter()
     .map(|p| (Method::GET, format!("{V1}{p}"), None))
@@ -275,6 +282,16 @@ fn cases() -> Vec<(&'static str, Case)> {
         case!("GET /api/white-label/v1/withdrawals", withdrawals_list),
         case!("POST /api/white-label/v1/withdrawals", withdrawals_create),
         case!("GET /api/white-label/v1/withdrawals/{id}", withdrawals_show),
+        case!("GET /api/white-label/v1/webhook-endpoints", webhook_endpoints_list),
+        case!("POST /api/white-label/v1/webhook-endpoints", webhook_endpoints_create),
+        case!("GET /api/white-label/v1/webhook-endpoints/{id}", webhook_endpoints_show),
+        case!("PATCH /api/white-label/v1/webhook-endpoints/{id}", webhook_endpoints_update),
+        case!("DELETE /api/white-label/v1/webhook-endpoints/{id}", webhook_endpoints_delete),
+        case!("POST /api/white-label/v1/webhook-endpoints/{id}/rotate-secret", webhook_endpoints_rotate_secret),
+        case!("POST /api/white-label/v1/webhook-endpoints/{id}/test", webhook_endpoints_test),
+        case!("POST /api/white-label/v1/webhook-endpoints/{id}/replay", webhook_endpoints_replay),
+        case!("GET /api/white-label/v1/webhook-endpoints/{id}/attempts", webhook_endpoints_attempts),
+        case!("GET /api/white-label/v1/events", events_list),
         case!("POST /api/white-label/webhooks/{provider}", provider_webhook),
         case!("POST /api/white-label/ussd/{gateway}/{account}", ussd_receive),
         case!("GET /healthz", health),
@@ -721,6 +738,70 @@ async fn withdrawals_show(c: &Ctx) {
     foreign(c, Who::SignedMoney, Method::GET, &v1(&format!("/withdrawals/{}", c.seed.withdrawal)), None).await;
 }
 
+fn a_endpoint(c: &Ctx, rest: &str) -> String {
+    v1(&format!("/webhook-endpoints/{}{rest}", c.seed.webhook_endpoint))
+}
+
+/// B makes an endpoint of its own (removed again by the caller, so B's list stays empty).
+async fn b_endpoint(c: &Ctx) -> String {
+    let body = json!({"url": "https://b-hooks.tessera.invalid/in"});
+    let v = own_view(c, Who::Signed, Method::POST, &v1("/webhook-endpoints"), Some(body)).await;
+    v["data"]["id"].as_str().expect("id").to_string()
+}
+
+async fn b_endpoint_gone(c: &Ctx, id: &str) {
+    let r = b_send(c, Who::Signed, Method::DELETE, &v1(&format!("/webhook-endpoints/{id}")), None, None).await;
+    assert_eq!(r.status, 204, "{}", r.json());
+}
+
+async fn webhook_endpoints_list(c: &Ctx) {
+    empty_list(c, Who::Signed, &v1("/webhook-endpoints")).await;
+}
+
+async fn webhook_endpoints_create(c: &Ctx) {
+    let id = b_endpoint(c).await;
+    b_endpoint_gone(c, &id).await;
+}
+
+async fn webhook_endpoints_show(c: &Ctx) {
+    foreign(c, Who::Signed, Method::GET, &a_endpoint(c, ""), None).await;
+}
+
+async fn webhook_endpoints_update(c: &Ctx) {
+    let body = json!({"status": "disabled", "url": "https://b-hooks.tessera.invalid/taken"});
+    foreign(c, Who::Signed, Method::PATCH, &a_endpoint(c, ""), Some(body)).await;
+}
+
+async fn webhook_endpoints_delete(c: &Ctx) {
+    foreign(c, Who::Signed, Method::DELETE, &a_endpoint(c, ""), None).await;
+}
+
+async fn webhook_endpoints_rotate_secret(c: &Ctx) {
+    foreign(c, Who::Signed, Method::POST, &a_endpoint(c, "/rotate-secret"), None).await;
+}
+
+async fn webhook_endpoints_test(c: &Ctx) {
+    foreign(c, Who::Signed, Method::POST, &a_endpoint(c, "/test"), Some(json!({"type": "payment.failed"}))).await;
+}
+
+async fn webhook_endpoints_replay(c: &Ctx) {
+    let range = json!({"since": "2020-01-01T00:00:00Z", "until": "2020-01-31T00:00:00Z"});
+    foreign(c, Who::Signed, Method::POST, &a_endpoint(c, "/replay"), Some(range)).await;
+    // A's event on B's own endpoint: no such event for B.
+    let id = b_endpoint(c).await;
+    let path = v1(&format!("/webhook-endpoints/{id}/replay"));
+    foreign(c, Who::Signed, Method::POST, &path, Some(json!({"eventId": c.seed.event}))).await;
+    b_endpoint_gone(c, &id).await;
+}
+
+async fn webhook_endpoints_attempts(c: &Ctx) {
+    foreign(c, Who::Signed, Method::GET, &a_endpoint(c, "/attempts"), None).await;
+}
+
+async fn events_list(c: &Ctx) {
+    own_view(c, Who::Signed, Method::GET, &v1("/events"), None).await;
+}
+
 async fn provider_webhook(c: &Ctx) {
     // B's own provider secret signing a success for A's pending payment: refused, nothing applied
     // (a_view shows A's payment still pending).
@@ -929,8 +1010,24 @@ async fn seed(backend: Backend) -> Ctx {
     let a_otp_code = passcode(&p, "a-otp@example.com");
     let a_sign_in = portal::start(&p, &a_owner).await;
     drain(&p).await;
+    // Made last, so no event of the seed is queued for it (nothing for a worker to send).
+    let body = json!({"url": "https://a-hooks.tessera.invalid/in", "eventTypes": ["payment.failed"]});
+    let (s, v) = p.signed_as(&a.private, Method::POST, &v1("/webhook-endpoints"), Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    let webhook_endpoint = v["data"]["id"].as_str().expect("id").to_string();
+    let data = r#"{"marker":"a-event-data"}"#;
+    let (event, _) = crate::webhook_endpoints::record_event(
+        &p,
+        &a.id,
+        "payment.failed",
+        data,
+        tessera_server::domain::time::now_ms(),
+    )
+    .await;
 
     let seed = Seed {
+        webhook_endpoint,
+        event,
         a_portal,
         a_owner,
         a_owner_member,
@@ -986,6 +1083,10 @@ async fn seed(backend: Backend) -> Ctx {
         seed.a_portal.clone(),
         "a-invitee@team.example.com".to_string(),
         "A's own request".to_string(),
+        seed.webhook_endpoint.clone(),
+        seed.event.clone(),
+        "a-hooks.tessera.invalid".to_string(),
+        "a-event-data".to_string(),
     ];
     Ctx { p, a, b, a_money_key, b_money_key, seed, markers }
 }

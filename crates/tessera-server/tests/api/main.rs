@@ -33,6 +33,7 @@ mod ticket_types;
 mod tickets;
 mod ussd;
 mod voting;
+mod webhook_endpoints;
 mod webhooks;
 mod webhooks_out;
 mod withdrawals;

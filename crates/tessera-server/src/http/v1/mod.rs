@@ -2,6 +2,7 @@
 pub mod campaigns;
 pub mod config;
 pub mod context;
+pub mod events;
 pub mod leaderboard;
 pub mod ledger;
 pub mod my_tickets;
@@ -13,6 +14,7 @@ pub mod storefront;
 pub mod submissions;
 pub mod ticket_types;
 pub mod tickets;
+pub mod webhook_endpoints;
 pub mod withdrawals;
 
 use serde_json::{Map, Value};
