@@ -10,7 +10,8 @@
 #   bash scripts/chaos-webhooks.sh [sqlite|postgres] [payments]      (default: sqlite 10000)
 #
 # Runs with TESSERA_WEBHOOKS_RETRY_SCALE=0.001 (retries at 5 ms, 300 ms, 1.8 s, …),
-# TESSERA_WORKER_POLL_MS=20 and 1 s leases, so it finishes in minutes on 2 cores.
+# TESSERA_WORKER_POLL_MS=20, 1 s worker leases and a 500 ms delivery timeout (a delivery claim is
+# leased for max(lease, timeout + 1 s)), so it finishes in minutes on 2 cores.
 # PostgreSQL: TESSERA_CHAOS_DATABASE_URL, or a throwaway database on the local server (dropped
 # afterwards). Uses the debug build (TESSERA_CHAOS_BIN to use another binary, e.g. a release one).
 # Extra arguments after the first two go to chaos_webhooks.py (--threads, --kill-every, --seed …).

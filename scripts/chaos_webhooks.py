@@ -32,7 +32,7 @@ import argparse
 import base64
 import hashlib
 import hmac
-import http.server
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import json
 import os
 import random
@@ -127,7 +127,7 @@ class Receiver:
         self.requests = 0
         receiver = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def log_message(self, *args):
@@ -141,7 +141,7 @@ class Receiver:
                 self.send_header("content-length", "0")
                 self.end_headers()
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -184,7 +184,7 @@ class Chaos:
         self.db_args = ["--data-dir", self.data] + (["--database-url", args.database_url] if args.database_url else [])
         self.env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn"),
                         TESSERA_WEBHOOKS_RETRY_SCALE=str(args.retry_scale),
-                        TESSERA_WORKER_POLL_MS=str(args.poll_ms))
+                        TESSERA_WORKER_POLL_MS=str(args.poll_ms), TESSERA_WEBHOOKS_TIMEOUT_MS=str(args.timeout_ms))
         self.server = None
         self.lock = threading.Lock()
         self.stop_buyers = threading.Event()
@@ -206,7 +206,7 @@ class Chaos:
             "allow_private_endpoints = true",
             "", "[payments]", "verify_interval_seconds = 0.5",
             "", "[workers]", f"poll_ms = {self.args.poll_ms}", f"lease_seconds = {self.args.lease_seconds}",
-            "", "[webhooks]", f"retry_scale = {self.args.retry_scale}", "timeout_ms = 5000",
+            "", "[webhooks]", f"retry_scale = {self.args.retry_scale}", f"timeout_ms = {self.args.timeout_ms}",
         ]
         for p in PROVIDERS:
             lines += ["", f"[providers.{p}]", f'base_url = "{self.sandbox}/{p}"', f'secret_key = "sk_test_platform_{p}"']
@@ -411,7 +411,7 @@ class Chaos:
         if seqs != list(range(1, len(feed) + 1)):
             holes = sorted(set(range(1, (max(seqs) if seqs else 0) + 1)) - set(seqs))
             self.fail(f"the feed's sequences are not 1..N: {len(feed)} items, holes {holes[:10]}")
-        received = sorted(e["sequence"] for e in first_ok.values())
+        received = sorted(e["sequence"] for _, e in first_ok.values())
         if received != list(range(1, len(received) + 1)):
             holes = sorted(set(range(1, (received[-1] if received else 0) + 1)) - set(received))
             self.fail(f"received sequences have holes: {holes[:10]} (of {len(received)})")
@@ -452,9 +452,14 @@ def main():
     ap.add_argument("--retry-scale", type=float, default=0.001)
     ap.add_argument("--poll-ms", type=int, default=20)
     ap.add_argument("--lease-seconds", type=int, default=1)
+    # A delivery claim's lease is max(workers.lease_seconds, webhooks.timeout_ms + 1 s): after a
+    # kill the endpoint waits that long for its next sender. The receiver answers in
+    # milliseconds, so a short timeout keeps that wait under the kill interval.
+    ap.add_argument("--timeout-ms", type=int, default=500)
     ap.add_argument("--database-url", default="")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--deadline-seconds", type=int, default=1800, help="give up on the run after this long")
+    ap.add_argument("--keep", action="store_true", help="keep the data dir (logs, database) afterwards")
     ap.add_argument("--settle-seconds", type=int, default=300, help="after the kills stop, how long deliveries get")
     args = ap.parse_args()
     if args.seed is None:
@@ -502,7 +507,9 @@ def main():
     finally:
         c.stop_killer.set()
         c.teardown()
-        if not c.violations:
+        if c.violations or args.keep:
+            print(f"data dir kept: {c.data}", file=sys.stderr)
+        else:
             shutil.rmtree(c.data, ignore_errors=True)
 
 
