@@ -68,7 +68,12 @@ pub fn spawn(state: &AppState, cancel: &CancellationToken) -> Vec<JoinHandle<()>
 }
 
 async fn run(state: AppState, cancel: CancellationToken, name: &'static str, step: fn(AppState) -> Step) {
-    let idle = Duration::from_millis(state.config.workers.poll_ms.max(1));
+    let mut idle = Duration::from_millis(state.config.workers.poll_ms.max(1));
+    if name == "deliveries" {
+        // An organization's backend waits on these: look at least every 100 ms (one indexed
+        // read of the endpoints with pending deliveries), whatever the other queues' pace.
+        idle = idle.min(Duration::from_millis(deliveries::IDLE_MS_MAX));
+    }
     while !cancel.is_cancelled() {
         let found = match step(state.clone()).await {
             Ok(found) => found,
