@@ -231,6 +231,8 @@ class Chaos:
             [self.args.bin, "serve", *self.db_args, "--config", self.cfg, "--listen", f"127.0.0.1:{self.port}"],
             stdout=log, stderr=log, env=self.env)
         for _ in range(600):
+            if self.server.poll() is not None:
+                raise SystemExit(f"server exited with {self.server.returncode}; log: {self.data}/server.log")
             try:
                 if http("GET", self.base + "/readyz", timeout=1)[0] == 200:
                     time.sleep(0.01)  # signed timestamps must be later than the server's start (D2.6)
@@ -360,13 +362,17 @@ class Chaos:
                 time.sleep(0.01)
 
     def killer(self, deadline):
-        while not self.stop_killer.is_set() and time.time() < deadline:
-            if self.stop_killer.wait(self.args.kill_every):
-                break
-            self.server.send_signal(signal.SIGKILL)
-            self.server.wait()
-            self.kills += 1
-            self.start_server()
+        try:
+            while not self.stop_killer.is_set() and time.time() < deadline:
+                if self.stop_killer.wait(self.args.kill_every):
+                    break
+                self.server.send_signal(signal.SIGKILL)
+                self.server.wait()
+                self.kills += 1
+                self.start_server()
+        except BaseException as e:  # a server that cannot restart ends the run, not just this thread
+            print(f"FAILED: restarting the server: {e}", file=sys.stderr, flush=True)
+            os._exit(1)
 
     def progress(self, started):
         while not self.stop_killer.is_set():

@@ -16,6 +16,10 @@ use tokio_util::sync::CancellationToken;
 
 /// How often the lock's connection is checked (and, once lost, retaken).
 const CHECK_EVERY: Duration = Duration::from_secs(10);
+/// How long a starting instance waits for a lock a just-killed predecessor still holds.
+const TAKE_GRACE: Duration = Duration::from_secs(3);
+/// How often it asks meanwhile.
+const TAKE_RETRY: Duration = Duration::from_millis(100);
 
 /// The lock key: Tessera's and the schema's, as one bigint for `pg_try_advisory_lock*`.
 const KEY_SQL: &str = "('x' || substr(md5('tessera:instance:' || current_schema()), 1, 16))::bit(64)::bigint";
@@ -61,7 +65,18 @@ impl InstanceGuard {
             Held::Sqlite { _file: lock_data_dir(spec.data_dir)? }
         } else {
             let mut conn = connect(spec.database_url).await?;
-            let (schema, got) = try_lock(&mut conn, spec.shared).await.map_err(GuardError::Failed)?;
+            let mut waited = Duration::ZERO;
+            let (schema, got) = loop {
+                let (schema, got) = try_lock(&mut conn, spec.shared).await.map_err(GuardError::Failed)?;
+                // A predecessor killed a moment ago (SIGKILL, a crash, then an immediate restart by
+                // systemd) holds the lock until the database notices its session ended: wait that
+                // out before refusing, rather than fail the restart.
+                if got || waited >= TAKE_GRACE {
+                    break (schema, got);
+                }
+                tokio::time::sleep(TAKE_RETRY).await;
+                waited += TAKE_RETRY;
+            };
             if !got {
                 return Err(GuardError::Refused(refusal(&schema, spec.shared)));
             }
