@@ -101,7 +101,7 @@ pub struct NewRefund<'a> {
 #[derive(Debug)]
 pub enum Filed {
     /// Created: the refund and the `data` of the 201 (stored for replays).
-    Created(Refund, Value),
+    Created(Box<Refund>, Value),
     /// The key was known (a concurrent request with it won, or it holds another body).
     Key(KeyState),
     /// The rules refused it (409 or 400); nothing was written and the key stays free.
@@ -364,13 +364,21 @@ impl Store {
             Ok(p) => p,
             Err(e) => return Ok(Filed::Refused(e)),
         };
-        let refund =
-            match write_plan(&mut tx, new.id, &t, &plan, new.ask.reason.as_deref(), Some(new.idempotency_key), false, now)
-                .await?
-            {
-                Ok(r) => r,
-                Err(e) => return Ok(Filed::Refused(e)),
-            };
+        let refund = match write_plan(
+            &mut tx,
+            new.id,
+            &t,
+            &plan,
+            new.ask.reason.as_deref(),
+            Some(new.idempotency_key),
+            false,
+            now,
+        )
+        .await?
+        {
+            Ok(r) => r,
+            Err(e) => return Ok(Filed::Refused(e)),
+        };
         let data = render(&refund);
         audit::record(
             &mut tx,
@@ -395,7 +403,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(Filed::Created(refund, data))
+        Ok(Filed::Created(Box::new(refund), data))
     }
 
     /// The account's refund (another account's looks like none: 404).
