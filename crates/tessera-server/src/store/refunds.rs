@@ -483,24 +483,49 @@ impl Store {
         })
     }
 
-    /// Refund counters of the account's campaign (D17.37): every refund of its payments.
+    /// Refund counters of the campaign (D17.37): every refund of its payments.
     pub async fn refund_counts(&self, campaign_id: &str) -> StoreResult<RefundCounts> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS requested, \
-             CAST(COALESCE(SUM(CASE WHEN r.status = 'succeeded' THEN 1 ELSE 0 END), 0) AS BIGINT) AS succeeded, \
-             CAST(COALESCE(SUM(CASE WHEN r.status = 'failed' THEN 1 ELSE 0 END), 0) AS BIGINT) AS failed \
-             FROM refunds r JOIN transactions t ON t.reference = r.transaction_reference WHERE t.campaign_id = $1",
-        )
-        .bind(campaign_id)
-        .fetch_one(self.reader())
-        .await?;
-        Ok(RefundCounts {
-            requested: row.try_get("requested")?,
-            succeeded: row.try_get("succeeded")?,
-            failed: row.try_get("failed")?,
-        })
+        let mut conn = self.reader().acquire().await?;
+        counts_in(&mut conn, campaign_id).await
     }
 
+    /// The campaign's counters when it has any to show: once cancelled, or once one of its
+    /// payments has a refund. Other campaigns read as before, so that `campaign.status.updated`
+    /// (the campaign as its GET shows it, D17.41) stays equal to the GET.
+    pub async fn campaign_refunds(&self, campaign_id: &str) -> StoreResult<Option<RefundCounts>> {
+        let mut conn = self.reader().acquire().await?;
+        let cancelled = sqlx::query("SELECT cancelled_at FROM campaigns WHERE id = $1")
+            .bind(campaign_id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .map(|r| r.try_get::<Option<i64>, _>("cancelled_at"))
+            .transpose()?
+            .flatten()
+            .is_some();
+        let counts = counts_in(&mut conn, campaign_id).await?;
+        Ok((cancelled || counts.requested > 0).then_some(counts))
+    }
+}
+
+/// Refund counters of the campaign, in the caller's connection.
+async fn counts_in(conn: &mut sqlx::AnyConnection, campaign_id: &str) -> StoreResult<RefundCounts> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS requested, \
+         CAST(COALESCE(SUM(CASE WHEN r.status = 'succeeded' THEN 1 ELSE 0 END), 0) AS BIGINT) AS succeeded, \
+         CAST(COALESCE(SUM(CASE WHEN r.status = 'failed' THEN 1 ELSE 0 END), 0) AS BIGINT) AS failed \
+         FROM refunds r JOIN transactions t ON t.reference = r.transaction_reference WHERE t.campaign_id = $1",
+    )
+    .bind(campaign_id)
+    .fetch_one(conn)
+    .await?;
+    Ok(RefundCounts {
+        requested: row.try_get("requested")?,
+        succeeded: row.try_get("succeeded")?,
+        failed: row.try_get("failed")?,
+    })
+}
+
+impl Store {
     /// Cancels the account's campaign (D17.37, D17.38): archived (with its
     /// `campaign.status.updated` event when that moved it), sales stopped (checkout sells only
     /// approved campaigns), and with `refund` a `campaign_cancel` job that files the buyers'
@@ -545,8 +570,16 @@ impl Store {
             audit::record(&mut tx, account_id, &entry).await?;
             if before.status != CampaignStatus::Archived {
                 campaigns::queue_status_notification(&mut tx, account_id, &before, &after).await?;
-                super::events::record(&mut tx, account_id, EventType::CampaignStatusUpdated, &render(&after), now)
-                    .await?;
+                // The campaign as its GET now shows it (D17.41): with its refund counters.
+                let mut data = render(&after);
+                let counts = counts_in(&mut tx, id).await?;
+                if let Some(object) = data.as_object_mut() {
+                    object.insert(
+                        "refunds".into(),
+                        json!({"requested": counts.requested, "succeeded": counts.succeeded, "failed": counts.failed}),
+                    );
+                }
+                super::events::record(&mut tx, account_id, EventType::CampaignStatusUpdated, &data, now).await?;
             }
             if start_refunds {
                 jobs::enqueue(&mut tx, queue::CAMPAIGN_CANCEL, id, now, now).await?;
