@@ -136,8 +136,55 @@ async fn a_partial_ticket_refund_voids_its_ticket_and_succeeds_through_the_provi
         events.as_array().expect("events").iter().filter(|e| e["type"] == "payment.refunded").collect();
     assert_eq!(refunded.len(), 1, "{events}");
     assert_eq!(refunded[0]["data"]["refunded"].as_f64(), Some(unit));
+    // The buyer's e-mail is queued with the success, and its subject says what it is.
     let mail = get(&p, "/notifications?limit=100").await;
-    assert!(mail.to_string().contains("payment.refunded"), "{mail}");
+    let queued = mail.as_array().expect("notifications").iter().find(|n| n["eventType"] == "payment.refunded");
+    let queued = queued.unwrap_or_else(|| panic!("the refund e-mail is queued: {mail}"));
+    assert_eq!(queued["recipient"], "buyer@example.com", "{queued}");
+    let id = queued["id"].as_str().expect("id");
+    let n = p.store.notification_by_id(id).await.expect("read").expect("notification");
+    let rendered = tessera_server::notify::render(&p.state, &n).await.expect("rendered");
+    assert!(rendered.subject.contains("Refund"), "{}", rendered.subject);
+    assert_ledger_clean(&p);
+}
+
+async fn a_refund_racing_a_check_in_of_the_same_ticket_has_one_winner(b: Backend) {
+    let p = spawn_paid(b).await;
+    fund(&p).await;
+    let c = running_campaign(&p, &p.account.private, "ticketing").await;
+    let t = ticket_type(&p, &p.account.private, &c, 10.0, 10).await;
+    let reference = buy(&p, &c, &t, 6).await["reference"].as_str().expect("reference").to_string();
+    sandbox_settle(&p, &reference, "succeed", json!({})).await;
+    drain(&p).await;
+    let tickets = payment(&p, &reference).await["tickets"].clone();
+    let client = p.client_for(&p.account.private);
+    let (mut refunded, mut checked_in) = (0, 0);
+    for (i, ticket) in tickets.as_array().expect("tickets").iter().enumerate() {
+        let code = ticket["ticketCode"].as_str().expect("code").to_string();
+        let (a, b) = (client.clone(), client.clone());
+        let verify = serde_json::to_vec(&json!({"ticketCode": code, "autoVerify": true})).expect("json");
+        let body = serde_json::to_vec(&json!({"ticketCodes": [code]})).expect("json");
+        let path = format!("{V1}/payments/{reference}/refunds");
+        let gate =
+            tokio::spawn(async move { a.send_raw(Method::POST, &format!("{V1}/tickets/verify"), verify, None).await });
+        let back = tokio::spawn(async move {
+            let mut h = HeaderMap::new();
+            h.insert("x-idempotency-key", HeaderValue::from_str(&format!("gate-race-{i}")).expect("header"));
+            b.send_raw(Method::POST, &path, body, Some(h)).await
+        });
+        let (gate, back) = (gate.await.expect("join").expect("send"), back.await.expect("join").expect("send"));
+        let won_gate = gate.json()["data"]["result"] == "checked_in";
+        let won_refund = back.status == 201;
+        assert!(won_gate != won_refund, "exactly one wins: {} {} / {}", back.status, back.json(), gate.json());
+        if won_refund {
+            assert_eq!(gate.json()["data"]["result"], "void", "{}", gate.json());
+            refunded += 1;
+        } else {
+            assert_error(&back, 409, "ticket_not_refundable");
+            checked_in += 1;
+        }
+    }
+    assert_eq!(refunded + checked_in, 6);
     assert_ledger_clean(&p);
 }
 
@@ -267,5 +314,6 @@ on_both!(
     a_partial_ticket_refund_voids_its_ticket_and_succeeds_through_the_provider,
     a_failed_vote_refund_gives_the_votes_and_the_claim_back,
     refunds_racing_for_one_donation_never_exceed_what_was_paid,
+    a_refund_racing_a_check_in_of_the_same_ticket_has_one_winner,
     cancelling_a_campaign_refunds_every_buyer_once_and_answers_the_same_again,
 );
