@@ -308,6 +308,19 @@ async fn cancelling_a_campaign_refunds_every_buyer_once_and_answers_the_same_aga
     assert_eq!(campaign["refunds"], json!({"requested": 3, "succeeded": 3, "failed": 0}), "{campaign}");
     assert_eq!(p.sandbox.refunds().len(), 3);
     assert_ledger_clean(&p);
+    // The audit sees refunds: a voided ticket made valid behind the refund's back is reported.
+    sql(&p, "UPDATE tickets SET status = 'valid' WHERE transaction_reference = $1", &references[0]).await;
+    let out = p.cli(&["admin", "ledger", "check", "--json"]);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success() && report.contains("voided_tickets_equal_refunded_tickets"), "{report}");
+}
+
+async fn sql(p: &PayApp, statement: &str, arg: &str) {
+    use sqlx::Connection;
+    sqlx::any::install_default_drivers();
+    let url = if p.database_url.is_empty() { p.config.effective_database_url() } else { p.database_url.clone() };
+    let mut conn = sqlx::AnyConnection::connect(&url).await.expect("connect");
+    sqlx::query(statement).bind(arg).execute(&mut conn).await.expect("sql");
 }
 
 on_both!(
