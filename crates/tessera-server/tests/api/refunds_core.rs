@@ -323,7 +323,36 @@ async fn sql(p: &PayApp, statement: &str, arg: &str) {
     sqlx::query(statement).bind(arg).execute(&mut conn).await.expect("sql");
 }
 
+async fn refund_webhooks_signed_with_an_accounts_own_secret_are_accepted(b: Backend) {
+    for provider in ["provider_a", "provider_b"] {
+        let p = crate::payments::spawn_paid_with(b.clone(), |c| c.security.allow_private_endpoints = true).await;
+        let own = p.sandbox.provider_url(provider);
+        let config = json!({"config": {"useSharedDefaults": false, "defaultProvider": provider,
+            "providers": {provider: {"baseUrl": own, "secretKey": format!("sk_live_own_{provider}")}}}});
+        let (s, set) = p.signed(Method::PATCH, &format!("{V1}/settings/payments"), Some(config)).await;
+        assert_eq!(s, 200, "{set}");
+        fund(&p).await;
+        let c = running_campaign(&p, &p.account.private, "ticketing").await;
+        let t = ticket_type(&p, &p.account.private, &c, 10.0, 10).await;
+        let reference = buy(&p, &c, &t, 1).await["reference"].as_str().expect("reference").to_string();
+        sandbox_settle(&p, &reference, "succeed", json!({})).await;
+        drain(&p).await;
+        assert_eq!(payment(&p, &reference).await["provider"], provider);
+        let r = refund(&p, &reference, &json!({})).await;
+        assert_eq!(r.status, 201, "{}", r.json());
+        let id = r.json()["data"]["id"].as_str().expect("id").to_string();
+        drain(&p).await;
+        settle_refund(&p, &id, "succeed").await;
+        let delivered = p.sandbox.webhooks();
+        assert_eq!(delivered[0]["status"], 200, "{provider}: signed with the account's own secret: {delivered:?}");
+        drain(&p).await;
+        assert_eq!(get(&p, &format!("/refunds/{id}")).await["status"], "succeeded");
+        assert_ledger_clean(&p);
+    }
+}
+
 on_both!(
+    refund_webhooks_signed_with_an_accounts_own_secret_are_accepted,
     a_partial_ticket_refund_voids_its_ticket_and_succeeds_through_the_provider,
     a_failed_vote_refund_gives_the_votes_and_the_claim_back,
     refunds_racing_for_one_donation_never_exceed_what_was_paid,
