@@ -351,6 +351,38 @@ async fn refund_webhooks_signed_with_an_accounts_own_secret_are_accepted(b: Back
     }
 }
 
+/// How long filing a cancellation's refunds takes: `TESSERA_CANCEL_PAYMENTS` payments (default
+/// 300), one ticket each. Ignored by default (it measures; run with `--run-ignored only`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn cancellation_filing_throughput() {
+    let n: usize = std::env::var("TESSERA_CANCEL_PAYMENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let b = Backend::postgres().unwrap_or(Backend::Sqlite);
+    let p = spawn_paid(b).await;
+    let c = running_campaign(&p, &p.account.private, "ticketing").await;
+    let t = ticket_type(&p, &p.account.private, &c, 5.0, n as i64 + 1).await;
+    for _ in 0..n {
+        let reference = buy(&p, &c, &t, 1).await["reference"].as_str().expect("reference").to_string();
+        sandbox_settle(&p, &reference, "succeed", json!({"deliver": false})).await;
+    }
+    drain(&p).await;
+    fund(&p).await;
+    let started = std::time::Instant::now();
+    let (s, b) = p.signed(Method::POST, &format!("{V1}/campaigns/{c}/cancel"), Some(json!({"refund": true}))).await;
+    assert_eq!(s, 202, "{b}");
+    let answered = started.elapsed();
+    while tessera_server::workers::refunds::try_file_one(&p.state).await.expect("file") {}
+    let filed = started.elapsed();
+    let campaign = get(&p, &format!("/campaigns/{c}")).await;
+    eprintln!(
+        "cancel of {n} payments: answered in {answered:?}, {} refunds filed in {filed:?} ({:.0}/s)",
+        campaign["refunds"]["requested"],
+        n as f64 / filed.as_secs_f64()
+    );
+    assert_eq!(campaign["refunds"]["requested"], json!(n));
+    assert_ledger_clean(&p);
+}
+
 on_both!(
     refund_webhooks_signed_with_an_accounts_own_secret_are_accepted,
     a_partial_ticket_refund_voids_its_ticket_and_succeeds_through_the_provider,
