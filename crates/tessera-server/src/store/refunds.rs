@@ -195,7 +195,8 @@ async fn paid_in(conn: &mut sqlx::AnyConnection, t: &Transaction) -> StoreResult
     }
     let paid = Paid {
         kind: t.transaction_type,
-        success: t.status == TxStatus::Success,
+        // A payment flagged `mismatch` was never credited: nothing to give back from the balance.
+        success: t.status == TxStatus::Success && t.credited,
         amount: t.amount,
         quantity: t.quantity,
         refund_claimed: t.refund_claimed,
@@ -240,7 +241,7 @@ async fn write_plan(
     }
     let claimed = sqlx::query(
         "UPDATE transactions SET refund_claimed = refund_claimed + $1, updated_at = $2 \
-         WHERE reference = $3 AND status = 'success' AND refund_claimed + $1 <= amount",
+         WHERE reference = $3 AND status = 'success' AND credited = 1 AND refund_claimed + $1 <= amount",
     )
     .bind(plan.amount)
     .bind(now)
@@ -620,7 +621,8 @@ impl Store {
         let reason = reason.unwrap_or_else(|| "campaign cancelled".to_string());
         lock_account(&mut tx, self.backend(), &account_id).await?;
         let refs = sqlx::query(
-            "SELECT t.reference FROM transactions t WHERE t.campaign_id = $1 AND t.status = 'success' AND t.amount > 0 \
+            "SELECT t.reference FROM transactions t WHERE t.campaign_id = $1 AND t.status = 'success' AND t.credited = 1 \
+             AND t.amount > 0 \
              AND t.provider IS NOT NULL AND t.refund_claimed < t.amount AND NOT EXISTS (SELECT 1 FROM refunds r \
              WHERE r.transaction_reference = t.reference AND r.campaign_cancel = 1) \
              ORDER BY t.created_at, t.reference LIMIT $2",
