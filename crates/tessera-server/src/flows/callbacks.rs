@@ -8,7 +8,8 @@
 //! the same event stores nothing.
 //!
 //! Reconciliation ([`reconcile`]): an event is only a trigger. A charge event asks the provider's
-//! verify API through [`fulfilment::confirm`]; a transfer event through [`payouts::reconcile`].
+//! verify API through [`fulfilment::confirm`]; a transfer event through [`payouts::reconcile`];
+//! a refund event (it names the charge) through [`refunds::reconcile`].
 //! An event naming a reference of another provider changes nothing.
 use secrecy::ExposeSecret;
 use serde_json::Value;
@@ -22,6 +23,7 @@ use crate::store::StoreError;
 
 use super::fulfilment::{self, ConfirmError};
 use super::payouts::{self, PayoutError};
+use super::refunds::{self, RefundError};
 use super::routing::{credentials, payments_settings};
 use super::Next;
 
@@ -46,20 +48,34 @@ async fn signed_by_a_known_secret(state: &AppState, id: ProviderId, body: &[u8],
             return true;
         }
     }
-    // The account's own secret: found through the reference the (not yet trusted) body names.
-    let reference = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| v.get("data")?.get("reference")?.as_str().map(str::to_string));
-    let Some(reference) = reference else { return false };
-    // A charge's reference, or a transfer's (the withdrawal id, D14.1).
-    let account_id = match state.store.transaction_by_reference(&reference).await {
-        Ok(Some(t)) => t.account_id,
-        Ok(None) => match state.store.withdrawal_by_id(&reference).await {
-            Ok(Some(w)) => w.account_id,
-            _ => return false,
-        },
-        Err(_) => return false,
-    };
+    // The account's own secret: found through the reference the (not yet trusted) body names:
+    // a charge's or a transfer's (the withdrawal id, D14.1) `reference`; a refund names its
+    // refund id there on the gateway's wire, and its charge in `transaction` (the gateway) or
+    // `transaction_reference` (Paystack) (D17.36).
+    let data = serde_json::from_slice::<Value>(body).ok().and_then(|v| v.get("data").cloned());
+    let Some(data) = data else { return false };
+    let named: Vec<String> = ["reference", "transaction_reference", "transaction"]
+        .into_iter()
+        .filter_map(|k| data.get(k).and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let mut owner = None;
+    for reference in &named {
+        owner = match state.store.transaction_by_reference(reference).await {
+            Ok(Some(t)) => Some(t.account_id),
+            Ok(None) => match state.store.withdrawal_by_id(reference).await {
+                Ok(Some(w)) => Some(w.account_id),
+                _ => match state.store.refund_by_id(reference).await {
+                    Ok(Some(r)) => Some(r.account_id),
+                    _ => None,
+                },
+            },
+            Err(_) => None,
+        };
+        if owner.is_some() {
+            break;
+        }
+    }
+    let Some(account_id) = owner else { return false };
     let Ok(settings) = payments_settings(state, &account_id).await else { return false };
     // An account on the shared defaults signs with the platform's secret, already tried above.
     if settings.use_shared_defaults {
@@ -117,6 +133,14 @@ pub async fn reconcile(state: &AppState, event: &WebhookEvent, step_ms: i64) -> 
                 Err(e) => format!("error: {e}"),
             },
         },
+        // Refund webhooks name the charge (D17.36): every pending refund of it is asked about.
+        "refund.processed" | "refund.success" | "refund.failed" => {
+            match refunds::reconcile(state, &event.provider, &event.reference).await {
+                Ok(o) => o,
+                Err(RefundError::Provider(e)) if e.is_transient() => return retry(&e),
+                Err(e) => format!("error: {e}"),
+            }
+        }
         _ => "ignored".to_string(),
     };
     tracing::info!(provider = %event.provider, event = %event.event, outcome = %outcome, "webhook reconciled");
