@@ -9,6 +9,8 @@
 //!   provider routing with fallback, free purchases).
 //! - [`fulfilment`]: a charge the provider confirmed → ledger → tickets, votes or donation, once.
 //! - [`payouts`]: a withdrawal → balance hold → (approval) → transfer → completed or failed.
+//! - [`idempotency`]: a request under an idempotency key (withdrawals, refunds): a known key's
+//!   answer first.
 //! - [`routing`]: which provider and credentials an account's charge or payout goes to, and its
 //!   fee rule.
 //! - [`callbacks`]: a provider's callback verified and stored, later reconciled through
@@ -25,6 +27,7 @@ pub mod checkout;
 pub mod customer_access;
 pub mod events;
 pub mod fulfilment;
+pub mod idempotency;
 pub mod leaderboard;
 pub mod modules;
 pub mod payouts;

@@ -34,33 +34,13 @@ use crate::domain::webhooks::EventType;
 use crate::domain::withdrawals::{needs_approval, WithdrawalRequest, WithdrawalStatus, PROVIDER_DOWN_LIMIT_MS};
 use crate::providers::payments::{adapter, ProviderError, ProviderId, RemoteStatus, TransferRequest, TransferState};
 use crate::state::AppState;
-use crate::store::withdrawals::{self, Created, KeyState, NewWithdrawal, Withdrawal};
+use crate::store::withdrawals::{self, Created, NewWithdrawal, Withdrawal};
 use crate::store::{events, StoreError, StoreResult};
 
 use super::checkout::first_poll_ms;
+use super::idempotency::{self, Ask, Requested};
 use super::routing::{credentials_now, payments_settings, payout_route};
 use super::{FlowError, Next};
-
-/// A withdrawal asked for under an idempotency key.
-#[derive(Debug, Clone, Copy)]
-pub struct Ask<'a> {
-    pub account_id: &'a str,
-    /// The key that asked (audit).
-    pub key_id: &'a str,
-    pub request_id: &'a str,
-    pub idempotency_key: &'a str,
-    /// The canonical body's hash the key is bound to.
-    pub request_hash: &'a str,
-}
-
-/// What a withdrawal request led to.
-#[derive(Debug)]
-pub enum Requested {
-    /// Created now: the answer's `data` (also stored for replays).
-    Created(Value),
-    /// The key was known: its stored answer, or why it cannot be used (see [`KeyState`]).
-    Known(KeyState),
-}
 
 /// The account's approval threshold (`operations.withdrawalApprovalAbove`), in pesewas.
 async fn approval_threshold(state: &AppState, account_id: &str) -> Result<Option<i64>, StoreError> {
@@ -72,24 +52,22 @@ async fn approval_threshold(state: &AppState, account_id: &str) -> Result<Option
 /// was read; `render` makes the answer's `data` from the new withdrawal.
 pub async fn request<E: From<FlowError>>(
     state: &AppState,
-    ask: Ask<'_>,
+    ask: &Ask,
     parse: impl FnOnce() -> Result<WithdrawalRequest, E>,
     render: impl FnOnce(&Withdrawal) -> Value,
 ) -> Result<Requested, E> {
     let store_error = |e: StoreError| E::from(FlowError::Store(e));
-    let now = now_ms();
-    match state.store.idempotency_key_state(ask.account_id, ask.idempotency_key, ask.request_hash, now).await {
-        Ok(KeyState::Free) => {}
-        Ok(known) => return Ok(Requested::Known(known)),
-        Err(e) => return Err(store_error(e)),
+    if let Some(known) = idempotency::known(state, ask).await.map_err(store_error)? {
+        return Ok(known);
     }
     let req = parse()?;
-    let settings = payments_settings(state, ask.account_id).await.map_err(store_error)?;
-    let Some(route) = payout_route(state, ask.account_id, &settings) else {
+    let account_id = ask.account_id.as_str();
+    let settings = payments_settings(state, account_id).await.map_err(store_error)?;
+    let Some(route) = payout_route(state, account_id, &settings) else {
         let message = "no payout provider is configured for this account; nothing was held";
         return Err(E::from(FlowError::ProviderUnavailable(message.into())));
     };
-    let threshold = approval_threshold(state, ask.account_id).await.map_err(store_error)?;
+    let threshold = approval_threshold(state, account_id).await.map_err(store_error)?;
     let status = if needs_approval(req.amount, threshold) {
         WithdrawalStatus::AwaitingApproval
     } else {
@@ -98,7 +76,7 @@ pub async fn request<E: From<FlowError>>(
     let now = now_ms();
     let w = Withdrawal {
         id: new_id(),
-        account_id: ask.account_id.to_string(),
+        account_id: account_id.to_string(),
         status,
         amount: req.amount,
         currency: CURRENCY.to_string(),
@@ -108,7 +86,7 @@ pub async fn request<E: From<FlowError>>(
         account_name: req.account_name,
         provider: route.provider.as_str().to_string(),
         failure_reason: None,
-        idempotency_key: ask.idempotency_key.to_string(),
+        idempotency_key: ask.idempotency_key.clone(),
         transfer_created: false,
         provider_down_since: None,
         created_at: now,
@@ -120,14 +98,7 @@ pub async fn request<E: From<FlowError>>(
         to_ghs(w.amount),
         to_ghs(threshold.unwrap_or(0))
     );
-    let new = NewWithdrawal {
-        withdrawal: &w,
-        request_hash: ask.request_hash,
-        request_id: ask.request_id,
-        key_id: Some(ask.key_id),
-        response: &data,
-        approval_reason: &reason,
-    };
+    let new = NewWithdrawal { withdrawal: &w, ask, response: &data, approval_reason: &reason };
     match state.store.create_withdrawal(&new).await.map_err(store_error)? {
         Created::Created => Ok(Requested::Created(data)),
         Created::Key(key) => Ok(Requested::Known(key)),

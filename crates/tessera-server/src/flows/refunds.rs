@@ -39,10 +39,10 @@ use crate::store::audit::Audit;
 use crate::store::campaigns::Campaign;
 use crate::store::notifications::{queue_notification, NewNotification};
 use crate::store::refunds::{self, Cancelled, Filed, NewRefund, Refund};
-use crate::store::withdrawals::KeyState;
 use crate::store::{payments, StoreError, StoreResult};
 
 use super::checkout::first_poll_ms;
+use super::idempotency::{self, Ask, Requested};
 use super::routing::credentials_now;
 use super::{FlowError, Next};
 
@@ -52,57 +52,22 @@ pub const CANCEL_BATCH: i64 = 200;
 /// The notification (and its e-mail template) of a succeeded refund (D17.37, D17.42).
 pub const REFUND_NOTIFICATION: &str = "payment.refunded";
 
-/// A refund asked for under an idempotency key.
-#[derive(Debug, Clone, Copy)]
-pub struct Ask<'a> {
-    pub account_id: &'a str,
-    /// The key that asked (audit).
-    pub key_id: &'a str,
-    pub request_id: &'a str,
-    pub idempotency_key: &'a str,
-    /// The canonical body's hash the key is bound to.
-    pub request_hash: &'a str,
-    /// The payment's reference.
-    pub reference: &'a str,
-}
-
-/// What a refund request led to.
-#[derive(Debug)]
-pub enum Requested {
-    /// Created now: the answer's `data` (also stored for replays).
-    Created(Value),
-    /// The key was known: its stored answer, or why it cannot be used.
-    Known(KeyState),
-}
-
-/// Asks for a refund (see the module docs). `parse` checks the body after the key's state was
-/// read; `render` makes the answer's `data` from the new refund.
+/// Asks for a refund of the payment `reference` (see the module docs). `parse` checks the body
+/// after the key's state was read; `render` makes the answer's `data` from the new refund.
 pub async fn request<E: From<FlowError>>(
     state: &AppState,
-    ask: Ask<'_>,
+    ask: &Ask,
+    reference: &str,
     parse: impl FnOnce() -> Result<RefundAsk, E>,
     render: fn(&Refund) -> Value,
 ) -> Result<Requested, E> {
     let store_error = |e: StoreError| E::from(FlowError::Store(e));
-    let now = now_ms();
-    match state.store.idempotency_key_state(ask.account_id, ask.idempotency_key, ask.request_hash, now).await {
-        Ok(KeyState::Free) => {}
-        Ok(known) => return Ok(Requested::Known(known)),
-        Err(e) => return Err(store_error(e)),
+    if let Some(known) = idempotency::known(state, ask).await.map_err(store_error)? {
+        return Ok(known);
     }
     let body = parse()?;
     let id = crate::domain::new_id();
-    let new = NewRefund {
-        id: &id,
-        account_id: ask.account_id,
-        reference: ask.reference,
-        ask: &body,
-        idempotency_key: ask.idempotency_key,
-        request_hash: ask.request_hash,
-        request_id: ask.request_id,
-        key_id: Some(ask.key_id),
-        now: now_ms(),
-    };
+    let new = NewRefund { id: &id, ask, reference, body: &body, now: now_ms() };
     match state.store.create_refund(&new, render).await.map_err(store_error)? {
         Filed::Created(_, data) => Ok(Requested::Created(data)),
         Filed::Key(key) => Ok(Requested::Known(key)),

@@ -14,6 +14,7 @@ pub mod domains;
 pub mod donations;
 pub mod events;
 pub mod group_commit;
+pub mod idempotency;
 pub mod instance;
 pub mod jobs;
 pub mod keys;

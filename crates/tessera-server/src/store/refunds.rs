@@ -1,6 +1,6 @@
 //! Refunds and campaign cancellations (D17.33–38, D17.42). Every move is one transaction guarded
 //! in SQL, so it happens once under any concurrency or crash:
-//! - creation claims the idempotency key (as withdrawals do), plans the refund from the payment
+//! - creation claims the idempotency key (`store::idempotency`), plans the refund from the payment
 //!   as it stands in the transaction ([`crate::domain::refunds::plan`]), checks the available
 //!   balance, and writes the claim on the payment (`refund_claimed + X <= amount`, a conditional
 //!   UPDATE: two refunds racing never exceed what was paid), the voids (`status = 'valid' AND
@@ -13,25 +13,26 @@
 //!   that files the buyers' refunds in batches, each payment at most once (a unique index on
 //!   `campaign_cancel` refunds).
 //!
-//! On PostgreSQL the account row is locked first (`FOR UPDATE`) so refunds and withdrawals of an
-//! account see each other's holds; SQLite's one writer serializes them by construction.
+//! On PostgreSQL the account row is locked first (`withdrawals::lock_account`) so refunds and
+//! withdrawals of an account see each other's holds; SQLite's one writer serializes them by
+//! construction.
 use serde_json::{json, Value};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::audit::{self, Audit};
 use super::campaigns::{self, Campaign};
+use super::idempotency::{self, Ask, KeyState};
 use super::jobs::{self, queue};
 use super::ledger::{entry as ledger_entry, kind};
 use super::live::{LiveEvent, LiveKind};
 use super::payments::{self, Transaction};
-use super::withdrawals::{key_state, KeyState};
-use super::{Backend, Store, StoreError, StoreResult, StoreTx};
+use super::withdrawals::lock_account;
+use super::{Store, StoreError, StoreResult, StoreTx};
 use crate::domain::campaigns::CampaignStatus;
 use crate::domain::payments::{TransactionType, TxStatus};
 use crate::domain::refunds::{self, Paid, PaidTicket, Plan, RefundAsk, RefundStatus};
 use crate::domain::webhooks::EventType;
-use crate::domain::withdrawals::IDEMPOTENCY_TTL_MS;
 use crate::domain::DomainError;
 
 /// A stored refund.
@@ -86,14 +87,11 @@ fn from_row(r: &AnyRow) -> StoreResult<Refund> {
 #[derive(Debug, Clone)]
 pub struct NewRefund<'a> {
     pub id: &'a str,
-    pub account_id: &'a str,
+    /// The key it was asked under, by whom (its account is the payment's).
+    pub ask: &'a Ask,
+    /// The payment's reference.
     pub reference: &'a str,
-    pub ask: &'a RefundAsk,
-    pub idempotency_key: &'a str,
-    pub request_hash: &'a str,
-    pub request_id: &'a str,
-    /// The key that asked (audit).
-    pub key_id: Option<&'a str>,
+    pub body: &'a RefundAsk,
     pub now: i64,
 }
 
@@ -133,14 +131,6 @@ fn insufficient(available: i64, amount: i64) -> DomainError {
             crate::domain::money::to_ghs(amount)
         ),
     }
-}
-
-/// Serializes the account's money moves on PostgreSQL (see the module docs).
-async fn lock_account(conn: &mut StoreTx, backend: Backend, account_id: &str) -> StoreResult<()> {
-    if backend == Backend::Postgres {
-        sqlx::query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE").bind(account_id).execute(&mut **conn).await?;
-    }
-    Ok(())
 }
 
 /// What the account may spend now: settled entries, and every hold whatever its time (as
@@ -337,37 +327,17 @@ impl Store {
     pub async fn create_refund(&self, new: &NewRefund<'_>, render: fn(&Refund) -> Value) -> StoreResult<Filed> {
         let now = new.now;
         let mut tx = self.begin().await?;
-        lock_account(&mut tx, self.backend(), new.account_id).await?;
-        sqlx::query("DELETE FROM idempotency_keys WHERE account_id = $1 AND idem_key = $2 AND expires_at <= $3")
-            .bind(new.account_id)
-            .bind(new.idempotency_key)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        let claimed = sqlx::query(
-            "INSERT INTO idempotency_keys (account_id, idem_key, request_hash, status, original_request_id, created_at, \
-             expires_at) VALUES ($1, $2, $3, 'in_flight', $4, $5, $6) ON CONFLICT (account_id, idem_key) DO NOTHING",
-        )
-        .bind(new.account_id)
-        .bind(new.idempotency_key)
-        .bind(new.request_hash)
-        .bind(new.request_id)
-        .bind(now)
-        .bind(now + IDEMPOTENCY_TTL_MS)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if claimed != 1 {
-            let state = key_state(&mut tx, new.account_id, new.idempotency_key, new.request_hash, now).await?;
+        lock_account(&mut tx, self.backend(), &new.ask.account_id).await?;
+        if let Some(state) = idempotency::claim(&mut tx, new.ask, now).await? {
             tx.rollback().await?;
             return Ok(Filed::Key(state));
         }
         let t = match payments::read_in(&mut tx, new.reference).await? {
-            Some(t) if t.account_id == new.account_id => t,
+            Some(t) if t.account_id == new.ask.account_id => t,
             _ => return Err(StoreError::NotFound("payment")),
         };
         let (paid, tickets) = paid_in(&mut tx, &t).await?;
-        let plan = match refunds::plan(&paid, new.ask, &tickets) {
+        let plan = match refunds::plan(&paid, new.body, &tickets) {
             Ok(p) => p,
             Err(e) => return Ok(Filed::Refused(e)),
         };
@@ -376,8 +346,8 @@ impl Store {
             new.id,
             &t,
             &plan,
-            new.ask.reason.as_deref(),
-            Some(new.idempotency_key),
+            new.body.reason.as_deref(),
+            Some(&new.ask.idempotency_key),
             false,
             None,
             now,
@@ -388,28 +358,7 @@ impl Store {
             Err(e) => return Ok(Filed::Refused(e)),
         };
         let data = render(&refund);
-        audit::record(
-            &mut tx,
-            new.account_id,
-            &Audit {
-                key_id: new.key_id,
-                request_id: Some(new.request_id.to_string()),
-                action: "refund.create",
-                entity_type: "refund",
-                entity_id: &refund.id,
-                summary: json!({"after": data}),
-            },
-        )
-        .await?;
-        sqlx::query(
-            "UPDATE idempotency_keys SET status = 'done', response_status = 201, response_body = $1 \
-             WHERE account_id = $2 AND idem_key = $3",
-        )
-        .bind(data.to_string())
-        .bind(new.account_id)
-        .bind(new.idempotency_key)
-        .execute(&mut *tx)
-        .await?;
+        idempotency::complete(&mut tx, new.ask, "refund.create", "refund", &refund.id, &data).await?;
         tx.commit().await?;
         Ok(Filed::Created(Box::new(refund), data))
     }

@@ -1,11 +1,11 @@
 //! Withdrawals and their idempotency keys (D9.1, D14, D16.2, D16.12–13); a withdrawal's
 //! approval request lives in `store::approvals`, its decision's effect here. Every move is one
 //! transaction guarded in SQL, so it happens once under any concurrency or crash:
-//! - creation claims the idempotency key (`INSERT … ON CONFLICT DO NOTHING`), checks the
-//!   available balance, and writes the withdrawal, its `withdrawal_hold` entry, its payout job
-//!   (or its approval request) and the answer to replay, all in one transaction. On PostgreSQL
-//!   the account row is locked first (`FOR UPDATE`) so concurrent withdrawals of one account
-//!   see each other's holds; on SQLite the one writer connection already serializes them;
+//! - creation claims the idempotency key (`store::idempotency`), checks the available balance,
+//!   and writes the withdrawal, its `withdrawal_hold` entry, its payout job (or its approval
+//!   request) and the answer to replay, all in one transaction. On PostgreSQL the account row is
+//!   locked first ([`lock_account`]) so concurrent withdrawals (and refunds) of one account see
+//!   each other's holds; on SQLite the one writer connection already serializes them;
 //! - an end (`completed`, `failed`, `cancelled`) moves the status from an open state only, and
 //!   writes the `withdrawal_release` (and `withdrawal_debit`) entries with it; the ledger's
 //!   unique (kind, reference) refuses a second one whatever happens above.
@@ -13,13 +13,13 @@ use serde_json::{json, Value};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::audit::{self, Audit};
+use super::idempotency::{self, Ask, KeyState};
 use super::jobs::{self, queue};
 use super::ledger::{entry as ledger_entry, kind};
 use super::query::{Arg, Filter};
 use super::{Backend, Store, StoreError, StoreResult};
 use crate::domain::new_id;
-use crate::domain::withdrawals::{WithdrawalStatus, IDEMPOTENCY_TTL_MS};
+use crate::domain::withdrawals::WithdrawalStatus;
 
 /// A stored withdrawal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,33 +74,12 @@ pub struct NewWithdrawal<'a> {
     /// The withdrawal as it will be stored: `pending`, or `awaiting_approval` above the
     /// account's threshold; its idempotency key and creation time.
     pub withdrawal: &'a Withdrawal,
-    pub request_hash: &'a str,
-    pub request_id: &'a str,
-    /// The key that asked (audit).
-    pub key_id: Option<&'a str>,
+    /// The key it was asked under (its account and key are the withdrawal's).
+    pub ask: &'a Ask,
     /// The `data` of the 201, stored for replays.
     pub response: &'a Value,
     /// The approval request's reason (awaiting_approval only).
     pub approval_reason: &'a str,
-}
-
-/// A stored first answer (D9.1, D16.12).
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredResponse {
-    pub status: u16,
-    pub data: Value,
-    pub original_request_id: String,
-}
-
-/// What a key already holds.
-#[derive(Debug, Clone, PartialEq)]
-pub enum KeyState {
-    /// Nothing live: the request runs.
-    Free,
-    /// Same body, finished: replay this.
-    Replay(StoredResponse),
-    /// Another body, or the first request is still running: 409 `idempotency_key_reused`.
-    Reused { in_flight: bool },
 }
 
 /// What creating a withdrawal did.
@@ -111,45 +90,18 @@ pub enum Created {
     Key(KeyState),
 }
 
-pub(crate) async fn key_state(
+/// Serializes the account's money moves (withdrawals and refunds) on PostgreSQL, in the
+/// caller's transaction, so that each sees the holds of those before it (SQLite's single writer
+/// does this by construction): the one dialect branch.
+pub(crate) async fn lock_account(
     conn: &mut sqlx::AnyConnection,
+    backend: Backend,
     account_id: &str,
-    key: &str,
-    hash: &str,
-    now: i64,
-) -> StoreResult<KeyState> {
-    let Some(row) = sqlx::query(
-        "SELECT request_hash, status, response_status, response_body, original_request_id FROM idempotency_keys \
-         WHERE account_id = $1 AND idem_key = $2 AND expires_at > $3",
-    )
-    .bind(account_id)
-    .bind(key)
-    .bind(now)
-    .fetch_optional(conn)
-    .await?
-    else {
-        return Ok(KeyState::Free);
-    };
-    let stored_hash: String = row.try_get("request_hash")?;
-    let status: String = row.try_get("status")?;
-    if stored_hash != hash {
-        return Ok(KeyState::Reused { in_flight: false });
+) -> StoreResult<()> {
+    if backend == Backend::Postgres {
+        sqlx::query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE").bind(account_id).execute(conn).await?;
     }
-    if status != "done" {
-        return Ok(KeyState::Reused { in_flight: true });
-    }
-    let body: Option<String> = row.try_get("response_body")?;
-    let data = body
-        .as_deref()
-        .map(serde_json::from_str)
-        .transpose()
-        .map_err(|_| StoreError::Corrupt("idempotent response".into()))?
-        .unwrap_or(Value::Null);
-    Ok(KeyState::Replay(StoredResponse {
-        status: u16::try_from(row.try_get::<Option<i64>, _>("response_status")?.unwrap_or(201)).unwrap_or(201),
-        data,
-        original_request_id: row.try_get("original_request_id")?,
-    }))
+    Ok(())
 }
 
 /// The end of an open withdrawal, in the caller's transaction: the status move (from an open
@@ -201,54 +153,14 @@ pub(crate) async fn end(
 pub(crate) const OPEN: [WithdrawalStatus; 2] = [WithdrawalStatus::Pending, WithdrawalStatus::Processing];
 
 impl Store {
-    /// How an idempotency key of the account stands for a body with `hash` (a read before the
-    /// request is validated, so a reused key is named before anything else).
-    pub async fn idempotency_key_state(
-        &self,
-        account_id: &str,
-        key: &str,
-        hash: &str,
-        now: i64,
-    ) -> StoreResult<KeyState> {
-        let mut conn = self.reader().acquire().await?;
-        key_state(&mut conn, account_id, key, hash, now).await
-    }
-
     /// Creates a withdrawal under its idempotency key (see the module docs). An available
     /// balance below the amount → `InsufficientBalance`, nothing written (the key stays free).
     pub async fn create_withdrawal(&self, new: &NewWithdrawal<'_>) -> StoreResult<Created> {
         let w = new.withdrawal;
         let now = w.created_at;
         let mut tx = self.writer().begin().await?;
-        if self.backend() == Backend::Postgres {
-            // The one dialect branch: serialize an account's withdrawals so that each sees the
-            // holds of those before it (SQLite's single writer does this by construction).
-            sqlx::query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE")
-                .bind(&w.account_id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        sqlx::query("DELETE FROM idempotency_keys WHERE account_id = $1 AND idem_key = $2 AND expires_at <= $3")
-            .bind(&w.account_id)
-            .bind(&w.idempotency_key)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        let claimed = sqlx::query(
-            "INSERT INTO idempotency_keys (account_id, idem_key, request_hash, status, original_request_id, created_at, \
-             expires_at) VALUES ($1, $2, $3, 'in_flight', $4, $5, $6) ON CONFLICT (account_id, idem_key) DO NOTHING",
-        )
-        .bind(&w.account_id)
-        .bind(&w.idempotency_key)
-        .bind(new.request_hash)
-        .bind(new.request_id)
-        .bind(now)
-        .bind(now + IDEMPOTENCY_TTL_MS)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if claimed != 1 {
-            let state = key_state(&mut tx, &w.account_id, &w.idempotency_key, new.request_hash, now).await?;
+        lock_account(&mut tx, self.backend(), &w.account_id).await?;
+        if let Some(state) = idempotency::claim(&mut tx, new.ask, now).await? {
             tx.rollback().await?;
             return Ok(Created::Key(state));
         }
@@ -310,28 +222,7 @@ impl Store {
         } else {
             jobs::enqueue(&mut tx, queue::PAYOUT, &w.id, now, now).await?;
         }
-        audit::record(
-            &mut tx,
-            &w.account_id,
-            &Audit {
-                key_id: new.key_id,
-                request_id: Some(new.request_id.to_string()),
-                action: "withdrawal.create",
-                entity_type: "withdrawal",
-                entity_id: &w.id,
-                summary: json!({"after": new.response}),
-            },
-        )
-        .await?;
-        sqlx::query(
-            "UPDATE idempotency_keys SET status = 'done', response_status = 201, response_body = $1 \
-             WHERE account_id = $2 AND idem_key = $3",
-        )
-        .bind(new.response.to_string())
-        .bind(&w.account_id)
-        .bind(&w.idempotency_key)
-        .execute(&mut *tx)
-        .await?;
+        idempotency::complete(&mut tx, new.ask, "withdrawal.create", "withdrawal", &w.id, new.response).await?;
         tx.commit().await?;
         Ok(Created::Created)
     }

@@ -6,18 +6,17 @@
 //! `insufficient_balance`) binds nothing. The same key and body again replays the first 201 with
 //! `idempotent-replayed: true`; another body → 409 `idempotency_key_reused`.
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::withdrawals::answer;
+use super::withdrawals::{answer, ask};
 use crate::domain::is_uuid;
 use crate::domain::refunds::parse_request;
-use crate::domain::withdrawals::{parse_idempotency_key, request_hash, IDEMPOTENCY_HEADER};
-use crate::flows::refunds::{self, Requested};
-use crate::http::envelope::{request_id, ApiResponse, Envelope};
+use crate::flows::refunds;
+use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{parse_json_value, scope, ApiJson, Signed};
 use crate::http::openapi::{BodyErrors, NotFound, SignedErrors};
@@ -84,35 +83,12 @@ pub async fn create(
     headers: HeaderMap,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Response, ApiError> {
-    let Some(raw_key) = headers.get(IDEMPOTENCY_HEADER) else {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "idempotency_key_required",
-            "the X-Idempotency-Key header is required",
-        )
-        .with_detail("X-Idempotency-Key", "required"));
-    };
-    let key = raw_key
-        .to_str()
-        .ok()
-        .and_then(|k| parse_idempotency_key(k).ok())
-        .ok_or_else(|| ApiError::field("X-Idempotency-Key", "must be 1 to 255 printable ASCII characters"))?;
-    let ask = refunds::Ask {
-        account_id: &caller.account_id,
-        key_id: &caller.key_id,
-        request_id: &request_id(),
-        idempotency_key: &key,
-        request_hash: &request_hash(&body),
-        reference: &reference,
-    };
+    let ask = ask(&caller, &headers, &body)?;
     let parse = || -> Result<_, ApiError> {
         parse_json_value::<RefundIn>(body.clone())?;
         Ok(parse_request(&body)?)
     };
-    match refunds::request(&state, ask, parse, refund_data).await.map_err(refused)? {
-        Requested::Created(data) => Ok(ApiResponse::created(data).into_response()),
-        Requested::Known(key) => answer(key),
-    }
+    answer(refunds::request(&state, &ask, &reference, parse, refund_data).await.map_err(refused)?)
 }
 
 /// GET /api/white-label/v1/payments/{reference}/refunds — Signed — payments:write

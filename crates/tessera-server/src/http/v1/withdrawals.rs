@@ -19,13 +19,15 @@ use crate::domain::scopes::CAPABILITY_WITHDRAWALS;
 use crate::domain::withdrawals::{
     parse_idempotency_key, parse_request, request_hash, WithdrawalStatus, IDEMPOTENCY_HEADER,
 };
-use crate::flows::payouts::{self, Requested};
+use crate::flows::idempotency::{Ask, KeyState, Requested};
+use crate::flows::payouts;
 use crate::http::envelope::{request_id, ApiResponse, Envelope, ListEnvelope};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{parse_json_value, scope, ApiJson, ListFilters, ListQuery, Signed};
+use crate::http::extract::{parse_json_value, scope, ApiJson, Caller, ListFilters, ListQuery, Signed};
 use crate::http::openapi::{BodyErrors, NotFound, ProviderErrors, QueryErrors, SignedErrors, WithdrawalConflict};
 use crate::state::AppState;
-use crate::store::withdrawals::{KeyState, StoredResponse, Withdrawal};
+use crate::store::idempotency::StoredResponse;
+use crate::store::withdrawals::Withdrawal;
 pub use crate::views::withdrawals::WithdrawalOut;
 
 /// Body of `POST /withdrawals` (spec "Withdrawal").
@@ -72,13 +74,40 @@ pub(crate) fn replay(stored: StoredResponse) -> Response {
     resp
 }
 
-/// The answer a known key gets (also for refunds, D17.33).
-pub(crate) fn answer(state: KeyState) -> Result<Response, ApiError> {
-    match state {
-        KeyState::Replay(stored) => Ok(replay(stored)),
-        KeyState::Reused { in_flight } => Err(key_reused(in_flight)),
+/// The caller's ask under the required `X-Idempotency-Key` (1–255 printable ASCII characters),
+/// bound to the body's canonical hash (D16.12; also for refunds, D17.33).
+pub(crate) fn ask(caller: &Caller, headers: &HeaderMap, body: &Value) -> Result<Ask, ApiError> {
+    let Some(raw_key) = headers.get(IDEMPOTENCY_HEADER) else {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "idempotency_key_required",
+            "the X-Idempotency-Key header is required",
+        )
+        .with_detail("X-Idempotency-Key", "required"));
+    };
+    let key = raw_key
+        .to_str()
+        .ok()
+        .and_then(|k| parse_idempotency_key(k).ok())
+        .ok_or_else(|| ApiError::field("X-Idempotency-Key", "must be 1 to 255 printable ASCII characters"))?;
+    Ok(Ask {
+        account_id: caller.account_id.to_string(),
+        key_id: caller.key_id.to_string(),
+        request_id: request_id(),
+        idempotency_key: key,
+        request_hash: request_hash(body),
+    })
+}
+
+/// The answer of a request under a key (also for refunds, D17.33): the new 201, the stored
+/// first answer again, or 409 `idempotency_key_reused`.
+pub(crate) fn answer(requested: Requested) -> Result<Response, ApiError> {
+    match requested {
+        Requested::Created(data) => Ok(ApiResponse::created(data).into_response()),
+        Requested::Known(KeyState::Replay(stored)) => Ok(replay(stored)),
+        Requested::Known(KeyState::Reused { in_flight }) => Err(key_reused(in_flight)),
         // The claim lost and the winner's row is gone again (expired meanwhile): retry.
-        KeyState::Free => Err(key_reused(true)),
+        Requested::Known(KeyState::Free) => Err(key_reused(true)),
     }
 }
 
@@ -118,35 +147,13 @@ pub async fn create(
         )
         .with_detail("capability", "requires withdrawals"));
     }
-    let Some(raw_key) = headers.get(IDEMPOTENCY_HEADER) else {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "idempotency_key_required",
-            "the X-Idempotency-Key header is required",
-        )
-        .with_detail("X-Idempotency-Key", "required"));
-    };
-    let key = raw_key
-        .to_str()
-        .ok()
-        .and_then(|k| parse_idempotency_key(k).ok())
-        .ok_or_else(|| ApiError::field("X-Idempotency-Key", "must be 1 to 255 printable ASCII characters"))?;
-    let ask = payouts::Ask {
-        account_id: &caller.account_id,
-        key_id: &caller.key_id,
-        request_id: &request_id(),
-        idempotency_key: &key,
-        request_hash: &request_hash(&body),
-    };
+    let ask = ask(&caller, &headers, &body)?;
     let parse = || -> Result<_, ApiError> {
         parse_json_value::<WithdrawalIn>(body.clone())?;
         Ok(parse_request(&body)?)
     };
     let render = |w: &Withdrawal| serde_json::to_value(WithdrawalOut::from(w.clone())).unwrap_or_default();
-    match payouts::request(&state, ask, parse, render).await? {
-        Requested::Created(data) => Ok(ApiResponse::created(data).into_response()),
-        Requested::Known(key) => answer(key),
-    }
+    answer(payouts::request(&state, &ask, parse, render).await?)
 }
 
 /// GET /api/white-label/v1/withdrawals/{id} — Signed — withdrawals:write
