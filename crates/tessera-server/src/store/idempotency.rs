@@ -3,8 +3,8 @@
 //! first body's hash and, once that creation committed, to its stored answer.
 //! - [`Store::idempotency_key_state`] reads how a key stands before the body is even checked, so
 //!   a reused key is named before anything else;
-//! - [`claim`] takes the key inside the creation's own transaction (`INSERT … ON CONFLICT DO
-//!   NOTHING`, after clearing an expired row of it), and [`complete`] stores the 201 there too:
+//! - `claim` takes the key inside the creation's own transaction (`INSERT … ON CONFLICT DO
+//!   NOTHING`, after clearing an expired row of it), and `complete` stores the 201 there too:
 //!   only a created thing binds a key, and a refusal rolls the claim back with the rest, leaving
 //!   the key free for a corrected body.
 use serde_json::{json, Value};

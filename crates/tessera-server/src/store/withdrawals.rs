@@ -1,10 +1,11 @@
-//! Withdrawals and their idempotency keys (D9.1, D14, D16.2, D16.12–13); a withdrawal's
-//! approval request lives in `store::approvals`, its decision's effect here. Every move is one
-//! transaction guarded in SQL, so it happens once under any concurrency or crash:
+//! Withdrawals (D9.1, D14, D16.2, D16.12–13); their idempotency keys live in
+//! `store::idempotency`, a withdrawal's approval request in `store::approvals` (its decision's
+//! effect here). Every move is one transaction guarded in SQL, so it happens once under any
+//! concurrency or crash:
 //! - creation claims the idempotency key (`store::idempotency`), checks the available balance,
 //!   and writes the withdrawal, its `withdrawal_hold` entry, its payout job (or its approval
 //!   request) and the answer to replay, all in one transaction. On PostgreSQL the account row is
-//!   locked first ([`lock_account`]) so concurrent withdrawals (and refunds) of one account see
+//!   locked first (`lock_account`) so concurrent withdrawals (and refunds) of one account see
 //!   each other's holds; on SQLite the one writer connection already serializes them;
 //! - an end (`completed`, `failed`, `cancelled`) moves the status from an open state only, and
 //!   writes the `withdrawal_release` (and `withdrawal_debit`) entries with it; the ledger's
