@@ -93,14 +93,17 @@ pub enum Created {
 
 /// Serializes the account's money moves (withdrawals and refunds) on PostgreSQL, in the
 /// caller's transaction, so that each sees the holds of those before it (SQLite's single writer
-/// does this by construction): the one dialect branch.
+/// does this by construction): the one dialect branch. `NO KEY UPDATE`, not `UPDATE`: it
+/// serializes these moves just the same, but does not block the `KEY SHARE` lock that every
+/// insert referencing the account takes. With `FOR UPDATE` a refund holding the lock and waiting
+/// for a ticket's row deadlocked with a check-in holding that row and inserting its audit entry.
 pub(crate) async fn lock_account(
     conn: &mut sqlx::AnyConnection,
     backend: Backend,
     account_id: &str,
 ) -> StoreResult<()> {
     if backend == Backend::Postgres {
-        sqlx::query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE").bind(account_id).execute(conn).await?;
+        sqlx::query("SELECT id FROM accounts WHERE id = $1 FOR NO KEY UPDATE").bind(account_id).execute(conn).await?;
     }
     Ok(())
 }
