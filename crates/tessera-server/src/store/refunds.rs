@@ -13,8 +13,11 @@
 //!   that files the buyers' refunds in batches, each payment at most once (a unique index on
 //!   `campaign_cancel` refunds).
 //!
-//! On PostgreSQL the account row is locked first (`FOR UPDATE`) so refunds and withdrawals of an
-//! account see each other's holds; SQLite's one writer serializes them by construction.
+//! On PostgreSQL the account row is locked first (`FOR NO KEY UPDATE`) so refunds and withdrawals
+//! of an account see each other's holds; SQLite's one writer serializes them by construction.
+//! `NO KEY`: the lock must not block the foreign-key checks of rows that name the account (an
+//! event, an audit entry): a check-in holding the ticket a refund wants, and waiting to insert
+//! its event, would otherwise deadlock with the refund.
 use serde_json::{json, Value};
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -138,7 +141,10 @@ fn insufficient(available: i64, amount: i64) -> DomainError {
 /// Serializes the account's money moves on PostgreSQL (see the module docs).
 async fn lock_account(conn: &mut StoreTx, backend: Backend, account_id: &str) -> StoreResult<()> {
     if backend == Backend::Postgres {
-        sqlx::query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE").bind(account_id).execute(&mut **conn).await?;
+        sqlx::query("SELECT id FROM accounts WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(account_id)
+            .execute(&mut **conn)
+            .await?;
     }
     Ok(())
 }

@@ -4,7 +4,8 @@
 //! - creation claims the idempotency key (`INSERT … ON CONFLICT DO NOTHING`), checks the
 //!   available balance, and writes the withdrawal, its `withdrawal_hold` entry, its payout job
 //!   (or its approval request) and the answer to replay, all in one transaction. On PostgreSQL
-//!   the account row is locked first (`FOR UPDATE`) so concurrent withdrawals of one account
+//!   the account row is locked first (`FOR NO KEY UPDATE`, so that rows naming the account can still
+//!   be inserted meanwhile) so concurrent withdrawals of one account
 //!   see each other's holds; on SQLite the one writer connection already serializes them;
 //! - an end (`completed`, `failed`, `cancelled`) moves the status from an open state only, and
 //!   writes the `withdrawal_release` (and `withdrawal_debit`) entries with it; the ledger's
@@ -223,7 +224,7 @@ impl Store {
         if self.backend() == Backend::Postgres {
             // The one dialect branch: serialize an account's withdrawals so that each sees the
             // holds of those before it (SQLite's single writer does this by construction).
-            sqlx::query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE")
+            sqlx::query("SELECT id FROM accounts WHERE id = $1 FOR NO KEY UPDATE")
                 .bind(&w.account_id)
                 .execute(&mut *tx)
                 .await?;
