@@ -2,7 +2,9 @@
 //! `provider_c` (D11.1): JSON with a Bearer secret and pesewas; `POST /charges`,
 //! `GET /charges/:reference` (a mobile-money charge is `POST /charges` with `channel:
 //! mobile_money, phone, network`, D17.21), `POST /transfers` (409 on a reused reference, D16.13),
-//! `GET /transfers/:reference`; errors `{"error": {"code", "message"}}`. The two providers differ
+//! `GET /transfers/:reference`, `POST /refunds {reference, transaction, amount}` (the refund id
+//! is its reference: a second POST with it answers the refund already made, D17.36) and
+//! `GET /refunds/:id`; errors `{"error": {"code", "message"}}`. The two providers differ
 //! only in their webhook signature header (D6.1), both hex HMAC-SHA256 of the raw body.
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -67,6 +69,22 @@ fn transfer_state(b: &Value, fallback: Option<&TransferRequest<'_>>) -> Provider
         _ => None,
     };
     Ok(TransferState { reference, status, amount, currency, reason })
+}
+
+/// A gateway refund object as the state of `req`; an amount it omits is the one asked.
+fn refund_state(b: &Value, req: &RefundRequest<'_>) -> ProviderResult<RefundState> {
+    let status = map_status(str_at(b, "status").ok_or_else(|| wire::unreadable("status"))?);
+    let reason = match status {
+        RemoteStatus::Failed => str_at(b, "failureReason"),
+        _ => str_at(b, "reason").or(req.reason),
+    };
+    Ok(RefundState {
+        refund_id: req.refund_id.to_string(),
+        provider_id: str_at(b, "id").map(str::to_string),
+        status,
+        amount: amount_at(b, "amount").unwrap_or(req.amount),
+        reason: reason.map(str::to_string),
+    })
 }
 
 #[async_trait::async_trait]
@@ -147,6 +165,40 @@ impl PaymentProvider for Gateway {
         let path = format!("/transfers/{}", seg(reference));
         let b = ok_body(wire::call(http, creds, Method::GET, &path, None).await?)?;
         transfer_state(&b, None)
+    }
+
+    /// The refund id is the reference: the gateway answers a repeated POST with the refund it
+    /// has. A gateway that refuses it instead (409) is asked for that refund.
+    async fn create_refund(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        req: &RefundRequest<'_>,
+    ) -> ProviderResult<RefundState> {
+        let mut body = json!({
+            "reference": req.refund_id,
+            "transaction": req.transaction_reference,
+            "amount": req.amount,
+            "currency": req.currency,
+        });
+        if let (Some(reason), Some(o)) = (req.reason, body.as_object_mut()) {
+            o.insert("reason".into(), reason.into());
+        }
+        match ok_body(wire::call(http, creds, Method::POST, "/refunds", Some(&body)).await?) {
+            Ok(b) => refund_state(&b, req),
+            Err(ProviderError::Duplicate) => self.verify_refund(http, creds, req).await,
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn verify_refund(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        req: &RefundRequest<'_>,
+    ) -> ProviderResult<RefundState> {
+        let path = format!("/refunds/{}", seg(req.refund_id));
+        refund_state(&ok_body(wire::call(http, creds, Method::GET, &path, None).await?)?, req)
     }
 
     /// Hex HMAC-SHA256 of the raw body with the secret key, in constant time.

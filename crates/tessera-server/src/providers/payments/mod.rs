@@ -8,6 +8,10 @@
 //! real provider is one new adapter file and one line in that table.
 //!
 //! Amounts cross this boundary in pesewas, as every adapter's wire does.
+//!
+//! Refunds (D17.36, contract of issue 26): [`PaymentProvider::create_refund`] makes a refund
+//! once per Tessera refund id, whatever the retries (the id is the refund's reference at the
+//! provider), and [`PaymentProvider::verify_refund`] polls it, as transfers are polled (D16.5).
 pub mod gateway;
 pub mod provider_a;
 pub mod provider_b;
@@ -172,15 +176,46 @@ pub struct TransferState {
     pub reason: Option<String>,
 }
 
+/// A refund to create at the provider (D17.36): `refund_id` is Tessera's refund id, its reference at the provider.
+#[derive(Debug, Clone)]
+pub struct RefundRequest<'a> {
+    /// Tessera's refund id: the gateway's `reference`, Paystack's `merchant_note`.
+    pub refund_id: &'a str,
+    /// The refunded charge's reference (Tessera's, D16.24).
+    pub transaction_reference: &'a str,
+    /// Pesewas.
+    pub amount: i64,
+    pub currency: &'a str,
+    pub reason: Option<&'a str>,
+}
+
+/// A refund as the provider reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefundState {
+    /// Tessera's refund id (the one asked about).
+    pub refund_id: String,
+    /// The provider's own id of the refund (Paystack's number; the refund id on the gateway).
+    pub provider_id: Option<String>,
+    pub status: RemoteStatus,
+    /// Pesewas.
+    pub amount: i64,
+    /// When it failed: the provider's failure reason, if it gives one. Otherwise the reason the
+    /// refund was asked with, as the provider keeps it.
+    pub reason: Option<String>,
+}
+
 /// A verified webhook body, read into the D6 shape `{event, data: {id, reference, status,
 /// amount, currency, …}}`. Only a trigger: the worker confirms with the verify API (D6.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderEvent {
-    /// `charge.success`, `charge.failed`, `transfer.success`, `transfer.failed` (others are
-    /// stored and ignored).
+    /// `charge.success`, `charge.failed`, `transfer.success`, `transfer.failed`, the refund
+    /// events `refund.processed` (Paystack), `refund.success` (gateway) and `refund.failed`
+    /// (others are stored and ignored).
     pub event: String,
-    /// The provider's id of the charge or transfer (`data.id`), when present.
+    /// The provider's id of the charge, transfer or refund (`data.id`), when present.
     pub id: Option<String>,
+    /// The charge's or the transfer's reference. For a refund event it is the refunded CHARGE's
+    /// reference (both wires name the transaction in refund webhooks), not the refund's.
     pub reference: String,
 }
 
@@ -200,7 +235,7 @@ pub enum ProviderError {
     /// Network error, timeout or a 5xx: routing falls back (D5.4), workers retry (D16.8).
     #[error("provider unreachable: {0}")]
     Unreachable(String),
-    /// The provider knows no charge or transfer with this reference.
+    /// The provider knows no charge, transfer or refund with this reference.
     #[error("the provider has no such reference")]
     NotFound,
     /// A transfer or charge with this reference exists already (D16.13, D17.21).
@@ -266,6 +301,22 @@ pub trait PaymentProvider: Send + Sync {
         creds: &Credentials,
         reference: &str,
     ) -> ProviderResult<TransferState>;
+
+    /// Creates the refund, or returns the one the provider already has for `refund_id` (never two).
+    async fn create_refund(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        req: &RefundRequest<'_>,
+    ) -> ProviderResult<RefundState>;
+
+    /// The refund's state; ProviderError::NotFound when the provider has none for `refund_id`.
+    async fn verify_refund(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        req: &RefundRequest<'_>,
+    ) -> ProviderResult<RefundState>;
 
     /// Checks a webhook's signature header value over the raw body with `secret` (D6.1), in
     /// constant time.

@@ -3,6 +3,12 @@
 //! provider}` (D17.21; the same verify); payouts are a `transferrecipient` then a `transfer` with
 //! Tessera's reference (D16.13: Paystack refuses a reused one); webhooks carry
 //! `x-provider_a-signature`, hex HMAC-SHA512 of the raw body with the secret key (D6.1).
+//!
+//! Refunds (D17.36): Paystack keys a refund by its own id and takes no reference of ours, so
+//! Tessera's refund id travels as `merchant_note`. Creating one first looks for it with
+//! `GET /refund?transaction=<charge reference>` (a retried call never refunds twice), then
+//! `POST /refund {transaction, amount, merchant_note}`; polling finds it the same way and reads
+//! `GET /refund/:id` (Paystack's id). Webhooks: `refund.processed`, `refund.failed`.
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -36,9 +42,22 @@ fn message(a: &Answer) -> Option<&str> {
 /// Paystack answers 2xx with `{status: true, data}`; anything else is an error it explains in
 /// `message`. Not found comes as a 404 or a 400 saying so; a reused reference as "Duplicate …".
 fn data(a: Answer) -> ProviderResult<Value> {
+    payload(a)?.filter(Value::is_object).ok_or_else(|| wire::unreadable("data"))
+}
+
+/// A list answer's `data` array.
+fn data_list(a: Answer) -> ProviderResult<Vec<Value>> {
+    match payload(a)? {
+        Some(Value::Array(items)) => Ok(items),
+        _ => Err(wire::unreadable("data list")),
+    }
+}
+
+/// The `data` of a `{status: true}` 2xx (`None` when absent), or the error it stands for.
+fn payload(a: Answer) -> ProviderResult<Option<Value>> {
     let ok = a.body.get("status").and_then(Value::as_bool) == Some(true);
     if a.is_success() && ok {
-        return a.body.get("data").cloned().filter(Value::is_object).ok_or_else(|| wire::unreadable("data"));
+        return Ok(a.body.get("data").cloned());
     }
     let msg = message(&a).unwrap_or_default().to_ascii_lowercase();
     if a.status == 404 || (a.status == 400 && msg.contains("not found")) {
@@ -61,6 +80,44 @@ fn mobile_money_body(req: &MobileMoneyCharge<'_>) -> Value {
         "mobile_money": {"phone": wire::local_phone(req.msisdn), "provider": req.network},
         "metadata": req.metadata,
     })
+}
+
+/// Paystack's refund statuses: `processed` is done and `failed` final; `pending`,
+/// `processing` and `needs-attention` are not settled.
+pub fn map_refund_status(s: &str) -> RemoteStatus {
+    match s {
+        "processed" | "success" => RemoteStatus::Success,
+        "failed" | "reversed" | "rejected" => RemoteStatus::Failed,
+        _ => RemoteStatus::Pending,
+    }
+}
+
+/// A Paystack refund object as the state of `req`; an amount it omits is the one asked.
+fn refund_state(d: &Value, req: &RefundRequest<'_>) -> ProviderResult<RefundState> {
+    let status = map_refund_status(str_at(d, "status").ok_or_else(|| wire::unreadable("data.status"))?);
+    let provider_id = match d.get("id") {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let reason = match status {
+        RemoteStatus::Failed => str_at(d, "failure_reason").or_else(|| str_at(d, "gateway_response")),
+        _ => str_at(d, "customer_note").or(req.reason),
+    };
+    Ok(RefundState {
+        refund_id: req.refund_id.to_string(),
+        provider_id,
+        status,
+        amount: amount_at(d, "amount").unwrap_or(req.amount),
+        reason: reason.map(str::to_string),
+    })
+}
+
+/// The charge's refund whose `merchant_note` is Tessera's refund id, if Paystack has one.
+async fn find_refund(http: &Outbound, creds: &Credentials, req: &RefundRequest<'_>) -> ProviderResult<Option<Value>> {
+    let path = format!("/refund?transaction={}", seg(req.transaction_reference));
+    let items = data_list(wire::call(http, creds, Method::GET, &path, None).await?)?;
+    Ok(items.into_iter().find(|r| str_at(r, "merchant_note") == Some(req.refund_id)))
 }
 
 fn transfer_state(d: &Value) -> ProviderResult<TransferState> {
@@ -189,6 +246,49 @@ impl PaymentProvider for ProviderA {
         transfer_state(&data(wire::call(http, creds, Method::GET, &path, None).await?)?)
     }
 
+    /// Looks for the refund first, so a retried call (after a timeout, a crash) returns the one
+    /// made before; a refusal as a duplicate is answered the same way.
+    async fn create_refund(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        req: &RefundRequest<'_>,
+    ) -> ProviderResult<RefundState> {
+        if let Some(existing) = find_refund(http, creds, req).await? {
+            return refund_state(&existing, req);
+        }
+        let mut body = json!({
+            "transaction": req.transaction_reference,
+            "amount": req.amount,
+            "currency": req.currency,
+            "merchant_note": req.refund_id,
+        });
+        if let (Some(reason), Some(o)) = (req.reason, body.as_object_mut()) {
+            o.insert("customer_note".into(), reason.into());
+        }
+        match data(wire::call(http, creds, Method::POST, "/refund", Some(&body)).await?) {
+            Ok(d) => refund_state(&d, req),
+            Err(ProviderError::Duplicate) => match find_refund(http, creds, req).await? {
+                Some(existing) => refund_state(&existing, req),
+                None => Err(ProviderError::Duplicate),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Finds the refund by its `merchant_note`, then reads it by Paystack's id.
+    async fn verify_refund(
+        &self,
+        http: &Outbound,
+        creds: &Credentials,
+        req: &RefundRequest<'_>,
+    ) -> ProviderResult<RefundState> {
+        let found = find_refund(http, creds, req).await?.ok_or(ProviderError::NotFound)?;
+        let Some(id) = refund_state(&found, req)?.provider_id else { return refund_state(&found, req) };
+        let path = format!("/refund/{}", seg(&id));
+        refund_state(&data(wire::call(http, creds, Method::GET, &path, None).await?)?, req)
+    }
+
     fn verify_signature(&self, secret: &[u8], body: &[u8], signature: &str) -> bool {
         wire::verify_hmac::<sha2::Sha512>(secret, body, signature)
     }
@@ -225,6 +325,15 @@ mod tests {
                 "metadata": {"channel": "ussd"},
             })
         );
+    }
+
+    #[test]
+    fn paystack_refund_statuses_map_to_three_outcomes() {
+        assert_eq!(map_refund_status("processed"), RemoteStatus::Success);
+        assert_eq!(map_refund_status("failed"), RemoteStatus::Failed);
+        for s in ["pending", "processing", "needs-attention"] {
+            assert_eq!(map_refund_status(s), RemoteStatus::Pending, "{s}");
+        }
     }
 
     #[test]

@@ -150,17 +150,36 @@ where
 }
 
 /// Reads the D6 body `{event, data: {id, reference, …}}`; `data.id` may be a number or a string.
+/// A refund event (`refund.*`) names the refunded charge instead: Paystack in
+/// `data.transaction_reference`, the gateway in `data.transaction` (a reference, or an object
+/// with one); that charge reference is the event's `reference` (contract of issue 26), so the
+/// callback can reconcile every pending refund of the charge.
 pub(super) fn parse_event(body: &[u8]) -> Result<super::ProviderEvent, String> {
     let v: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
     let event = str_at(&v, "event").filter(|s| !s.is_empty()).ok_or("no event")?.to_string();
     let data = v.get("data").filter(|d| d.is_object()).ok_or("no data object")?;
-    let reference = str_at(data, "reference").filter(|s| !s.is_empty()).ok_or("no data.reference")?.to_string();
+    let reference = if event.starts_with("refund.") {
+        refunded_charge(data).ok_or("no data.transaction_reference or data.transaction")?
+    } else {
+        str_at(data, "reference").filter(|s| !s.is_empty()).ok_or("no data.reference")?
+    }
+    .to_string();
     let id = match data.get("id") {
         Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),
         _ => None,
     };
     Ok(super::ProviderEvent { event, id, reference })
+}
+
+/// The charge reference a refund webhook names: `transaction_reference`, then `transaction` as
+/// a string or as an object's `reference`.
+fn refunded_charge(data: &Value) -> Option<&str> {
+    let nonempty = |s: &&str| !s.is_empty();
+    str_at(data, "transaction_reference")
+        .filter(nonempty)
+        .or_else(|| str_at(data, "transaction").filter(nonempty))
+        .or_else(|| data.get("transaction").and_then(|t| str_at(t, "reference")).filter(nonempty))
 }
 
 #[cfg(test)]
@@ -187,6 +206,22 @@ mod tests {
         assert_eq!(e.event_key(), "transfer.failed:ref:r2");
         assert!(parse_event(br#"{"event":"charge.success","data":{}}"#).is_err());
         assert!(parse_event(b"nope").is_err());
+    }
+
+    #[test]
+    fn refund_events_name_the_refunded_charge_on_both_wires() {
+        let e = parse_event(
+            br#"{"event":"refund.processed","data":{"id":7,"transaction_reference":"T-1","merchant_note":"R-1"}}"#,
+        )
+        .expect("paystack");
+        assert_eq!((e.event.as_str(), e.id.as_deref(), e.reference.as_str()), ("refund.processed", Some("7"), "T-1"));
+        let e = parse_event(br#"{"event":"refund.failed","data":{"id":"R-2","reference":"R-2","transaction":"T-2"}}"#)
+            .expect("gateway");
+        assert_eq!((e.id.as_deref(), e.reference.as_str()), (Some("R-2"), "T-2"));
+        let e = parse_event(br#"{"event":"refund.success","data":{"id":"R-3","transaction":{"reference":"T-3"}}}"#)
+            .expect("object");
+        assert_eq!(e.reference, "T-3");
+        assert!(parse_event(br#"{"event":"refund.success","data":{"id":"R-4","reference":"R-4"}}"#).is_err());
     }
 
     #[test]
