@@ -136,7 +136,12 @@ impl Rig {
 
 /// Settles a charge or a transfer as paid at the sandbox's control API (`body`: its options,
 /// such as `{"deliver": false}`).
-pub(crate) async fn succeed(sandbox: &tessera_server::sandbox::SandboxHandle, what: &str, reference: &str, body: Value) {
+pub(crate) async fn succeed(
+    sandbox: &tessera_server::sandbox::SandboxHandle,
+    what: &str,
+    reference: &str,
+    body: Value,
+) {
     let r = reqwest::Client::new()
         .post(format!("{}/sandbox/{what}/{reference}/succeed", sandbox.base_url()))
         .json(&body)

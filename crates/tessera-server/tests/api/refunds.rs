@@ -10,7 +10,7 @@ use tessera_client::{Method, RawResponse};
 use crate::helpers::{assert_error, detail_fields, Backend, TestApp, TestKey};
 use crate::my_tickets::point_mail_at_sandbox;
 use crate::payments::{
-    assert_ledger_clean, buy, drain, initialize, participant, payment, running_campaign, sandbox_settle, spawn_paid,
+    assert_ledger_clean, buy, drain, initialize, participant, payment, running_campaign, sandbox_settle,
     spawn_paid_with, ticket_type, PayApp, BALANCE, LEDGER, PAYMENTS,
 };
 use crate::ticket_types::send;
@@ -226,8 +226,8 @@ fn status_of(paid: &Value, code: &str) -> String {
 
 /// A signed check-in attempt: the verify answer's `data`.
 async fn check_in(p: &PayApp, code: &str) -> Value {
-    let r = send(p, &p.account.private, Method::POST, VERIFY, Some(json!({"ticketCode": code, "autoVerify": true})))
-        .await;
+    let r =
+        send(p, &p.account.private, Method::POST, VERIFY, Some(json!({"ticketCode": code, "autoVerify": true}))).await;
     assert_eq!(r.status, 200, "{}", r.json());
     r.json()["data"].clone()
 }
@@ -260,8 +260,12 @@ async fn a_whole_ticket_refund_voids_every_ticket_and_completes_with_ledger_even
     assert_eq!(r["reference"], reference.as_str());
     assert_eq!(num(&r["amount"]), 50.0, "the whole remainder: {r}");
     assert_eq!(r["reason"], "Buyer asked");
-    let listed: BTreeSet<String> =
-        r["ticketCodes"].as_array().expect("ticketCodes").iter().filter_map(|c| c.as_str().map(str::to_string)).collect();
+    let listed: BTreeSet<String> = r["ticketCodes"]
+        .as_array()
+        .expect("ticketCodes")
+        .iter()
+        .filter_map(|c| c.as_str().map(str::to_string))
+        .collect();
     assert_eq!(listed, codes.iter().cloned().collect::<BTreeSet<_>>(), "a whole refund names every ticket");
     assert!(r["createdAt"].as_str().is_some(), "{r}");
     // Effects at creation: the gate stops at once, the money is held.
@@ -300,7 +304,11 @@ async fn a_whole_ticket_refund_voids_every_ticket_and_completes_with_ledger_even
     // Nothing more can be refunded (which 409 a whole refund of nothing gets is left open).
     let r = refund(&p, &reference, "again", &json!({})).await;
     assert_eq!(r.status, 409, "{}", r.json());
-    assert_error(&refund(&p, &reference, "more", &json!({"ticketCodes": [codes[0]]})).await, 409, "ticket_not_refundable");
+    assert_error(
+        &refund(&p, &reference, "more", &json!({"ticketCodes": [codes[0]]})).await,
+        409,
+        "ticket_not_refundable",
+    );
     // The buyer's e-mail and the outbound event.
     drain(&p).await;
     let mail: Vec<Value> = p
@@ -656,7 +664,8 @@ async fn a_refund_racing_a_check_in_of_the_same_ticket_has_exactly_one_winner(b:
             h.insert("x-idempotency-key", HeaderValue::from_str(&key).expect("header"));
             c1.send_raw(Method::POST, &path, refund_body, Some(h)).await.expect("send")
         });
-        let gate = tokio::spawn(async move { c2.send_raw(Method::POST, VERIFY, verify_body, None).await.expect("send") });
+        let gate =
+            tokio::spawn(async move { c2.send_raw(Method::POST, VERIFY, verify_body, None).await.expect("send") });
         tasks.push((code, refund, gate));
     }
     let (mut refunds_won, mut gates_won) = (0, 0);
@@ -705,7 +714,11 @@ async fn refunds_need_the_scope_and_stay_in_their_account(b: Backend) {
     for path in [refunds_path(&reference), format!("{V1}/refunds/{id}")] {
         assert_error(&send(&p, &other.private, Method::GET, &path, None).await, 404, "not_found");
     }
-    assert_error(&send(&p, &p.account.private, Method::GET, &format!("{V1}/refunds/nope"), None).await, 404, "not_found");
+    assert_error(
+        &send(&p, &p.account.private, Method::GET, &format!("{V1}/refunds/nope"), None).await,
+        404,
+        "not_found",
+    );
     assert_eq!(list(&p, &reference).await["data"].as_array().map(Vec::len), Some(1));
     assert_eq!(available(&p).await, 15.0);
     assert_eq!(campaign(&p, &c).await["status"], "approved", "nothing was cancelled");
@@ -878,7 +891,12 @@ async fn a_sigkill_between_the_refund_call_and_its_result_refunds_once(b: Backen
     let mut h = HeaderMap::new();
     h.insert("x-idempotency-key", HeaderValue::from_static("crash-refund-1"));
     let r = client
-        .send_raw(Method::POST, &refunds_path(&reference), serde_json::to_vec(&json!({"reason": "Crash"})).expect("json"), Some(h))
+        .send_raw(
+            Method::POST,
+            &refunds_path(&reference),
+            serde_json::to_vec(&json!({"reason": "Crash"})).expect("json"),
+            Some(h),
+        )
         .await
         .expect("send");
     assert_eq!(r.status, 201, "{}", r.json());
