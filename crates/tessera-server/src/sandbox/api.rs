@@ -23,33 +23,33 @@ use crate::providers::payments::ProviderId;
 
 type Obj = Map<String, Value>;
 
-fn object(body: &Bytes) -> Option<Obj> {
+pub(super) fn object(body: &Bytes) -> Option<Obj> {
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(m)) => Some(m),
         _ => None,
     }
 }
 
-fn text<'a>(o: &'a Obj, k: &str) -> Option<&'a str> {
+pub(super) fn text<'a>(o: &'a Obj, k: &str) -> Option<&'a str> {
     o.get(k).and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 
-fn pesewas(o: &Obj, k: &str) -> Option<i64> {
+pub(super) fn pesewas(o: &Obj, k: &str) -> Option<i64> {
     o.get(k).and_then(Value::as_i64).filter(|n| *n > 0)
 }
 
 // ---------------------------------------------------------------- Paystack (provider_a)
 
-fn ps_error(status: StatusCode, message: &str) -> Response {
+pub(super) fn ps_error(status: StatusCode, message: &str) -> Response {
     (status, Json(json!({"status": false, "message": message}))).into_response()
 }
 
-fn ps_ok(message: &str, data: Value) -> Response {
+pub(super) fn ps_ok(message: &str, data: Value) -> Response {
     Json(json!({"status": true, "message": message, "data": data})).into_response()
 }
 
 /// The Bearer secret, after the outage and auth checks every Paystack route makes.
-fn ps_guard(shared: &Shared, headers: &HeaderMap) -> Result<String, Box<Response>> {
+pub(super) fn ps_guard(shared: &Shared, headers: &HeaderMap) -> Result<String, Box<Response>> {
     if shared.is_down(ProviderId::A.as_str()) {
         return Err(Box::new(ps_error(StatusCode::SERVICE_UNAVAILABLE, "Service unavailable (sandbox outage)")));
     }
@@ -308,12 +308,12 @@ async fn ps_transfer_verify(
 // ---------------------------------------------------------------- gateway (provider_b, provider_c)
 
 #[derive(Clone)]
-struct Gw {
-    shared: Arc<Shared>,
-    provider: ProviderId,
+pub(super) struct Gw {
+    pub shared: Arc<Shared>,
+    pub provider: ProviderId,
 }
 
-fn gw_guard(gw: &Gw, headers: &HeaderMap) -> Result<String, Box<Response>> {
+pub(super) fn gw_guard(gw: &Gw, headers: &HeaderMap) -> Result<String, Box<Response>> {
     if gw.shared.is_down(gw.provider.as_str()) {
         return Err(Box::new(gateway_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "sandbox outage")));
     }

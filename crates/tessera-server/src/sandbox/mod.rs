@@ -3,7 +3,7 @@
 //! real wires (Paystack's API under `/provider_a`, the gateway protocol under `/provider_b` and
 //! `/provider_c`, the SMS gateway under `/sms`, SMTP on its own listener), serves a checkout page,
 //! signs its webhooks with the secret each charge was created with (D6.1), and has a control API
-//! under `/sandbox` to settle charges and transfers, cause outages and faults, and read what it
+//! under `/sandbox` to settle charges, transfers and refunds ([`refunds`]), cause outages and faults, and read what it
 //! received. It also plays the USSD gateways and the handset in front of Tessera (D17.23,
 //! [`ussd`]), and receives Tessera's own outbound webhooks in a verifying inbox (D17.26,
 //! [`inbox`]).
@@ -14,6 +14,7 @@ mod api;
 mod checkout;
 mod control;
 mod inbox;
+mod refunds;
 mod smtp;
 mod ussd;
 
@@ -161,6 +162,19 @@ impl SandboxHandle {
     /// A transfer's record, as `GET /sandbox/transfers/:reference` shows it.
     pub fn transfer(&self, reference: &str) -> Option<Value> {
         self.shared.db().transfers.get(reference).map(Transfer::record)
+    }
+
+    /// A refund's record by Tessera's refund id, as `GET /sandbox/refunds/:id` shows it.
+    pub fn refund(&self, id: &str) -> Option<Value> {
+        self.shared.db().refunds.get(id).map(refunds::Refund::record)
+    }
+
+    /// Every refund's record, newest first, as `GET /sandbox/refunds` shows them.
+    pub fn refunds(&self) -> Vec<Value> {
+        let db = self.shared.db();
+        let mut all: Vec<&refunds::Refund> = db.refunds.values().collect();
+        all.sort_by_key(|r| std::cmp::Reverse(r.seq));
+        all.into_iter().map(refunds::Refund::record).collect()
     }
 
     /// Webhook deliveries, newest first.
@@ -517,6 +531,8 @@ impl Transfer {
 pub(crate) struct Db {
     pub charges: HashMap<String, Charge>,
     pub transfers: HashMap<String, Transfer>,
+    /// Refunds by Tessera's refund id ([`refunds`]).
+    pub refunds: HashMap<String, refunds::Refund>,
     /// Paystack recipient codes → (secret, recipient details).
     pub recipients: HashMap<String, (String, Value)>,
     pub webhooks: Vec<Value>,
@@ -615,7 +631,10 @@ impl Shared {
     /// (0.5 s, 1 s, 2 s later) while the answer is a network error or not a 2xx.
     pub async fn deliver(self: &Arc<Self>, provider: ProviderId, secret: &str, body: Value) {
         let event = body["event"].as_str().unwrap_or_default().to_string();
-        let reference = body["data"]["reference"].as_str().unwrap_or_default().to_string();
+        // A Paystack refund's webhook has no `reference`: it is logged under its `merchant_note`,
+        // Tessera's refund id, as the gateway's refunds are.
+        let data = &body["data"];
+        let reference = data["reference"].as_str().or(data["merchant_note"].as_str()).unwrap_or_default().to_string();
         let Some(base) = self.notify_url() else {
             self.record_delivery(provider, &event, &reference, "", Err("no notify URL set".into()), 1);
             return;
@@ -753,6 +772,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .merge(checkout::routes(shared.clone()))
         .merge(control::routes(shared.clone()))
         .merge(inbox::routes(shared.clone()))
+        .merge(refunds::routes(shared.clone()))
         .merge(ussd::routes(shared))
         .fallback(|| async { gateway_error(StatusCode::NOT_FOUND, "not_found", "no such sandbox route") })
 }

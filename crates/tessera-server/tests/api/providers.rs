@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tessera_client::Method;
 use tessera_server::providers::outbound::Outbound;
 use tessera_server::providers::payments::{
-    adapter, ChargeRequest, Credentials, ProviderError, ProviderId, RemoteStatus, TransferRequest,
+    adapter, ChargeRequest, Credentials, ProviderError, ProviderId, RefundRequest, RemoteStatus, TransferRequest,
 };
 use tessera_server::sandbox::{Sandbox, SandboxHandle, SandboxOptions};
 
@@ -244,6 +244,203 @@ async fn transfers_are_created_verified_settled_and_a_reused_reference_is_a_dupl
         RemoteStatus::Success
     );
     assert_eq!(sb.transfer(&r).expect("record")["recipient"]["type"], "mobile_money");
+}
+
+fn refund<'a>(refund_id: &'a str, charge: &'a str, amount: i64) -> RefundRequest<'a> {
+    RefundRequest { refund_id, transaction_reference: charge, amount, currency: "GHS", reason: Some("Event cancelled") }
+}
+
+/// A paid 12.50 charge at `p` with `secret` (settled without its webhook); its reference.
+async fn paid_charge(sb: &SandboxHandle, p: ProviderId, secret: &str) -> String {
+    let r = reference("paid");
+    adapter(p).initialize(&outbound(), &creds(sb, p, secret), &charge(&r, &Value::Null, None)).await.expect("init");
+    let (status, _) = control(sb, &format!("/sandbox/charges/{r}/succeed"), json!({"deliver": false})).await;
+    assert_eq!(status, 200);
+    r
+}
+
+fn refund_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// The sandbox's refunds of one charge.
+fn refunds_of(sb: &SandboxHandle, charge: &str) -> Vec<Value> {
+    sb.refunds().into_iter().filter(|r| r["transaction"] == charge).collect()
+}
+
+#[tokio::test]
+async fn refunds_are_created_once_verified_and_settled_at_every_provider() {
+    let sb = sandbox().await;
+    let http = outbound();
+    for p in ProviderId::ALL {
+        let (c, a) = (creds(&sb, p, "sk_refund"), adapter(p));
+        let ch = paid_charge(&sb, p, "sk_refund").await;
+        let id = refund_id();
+        let created = a.create_refund(&http, &c, &refund(&id, &ch, 500)).await.expect("create");
+        assert_eq!(
+            (created.refund_id.as_str(), created.status, created.amount, created.reason.as_deref()),
+            (id.as_str(), RemoteStatus::Pending, 500, Some("Event cancelled")),
+            "{}",
+            p.as_str()
+        );
+        assert!(created.provider_id.is_some());
+        // A retried call (a timeout, a crash before the answer was saved) finds the same refund.
+        let again = a.create_refund(&http, &c, &refund(&id, &ch, 500)).await.expect("create again");
+        assert_eq!(again, created, "{}", p.as_str());
+        assert_eq!(refunds_of(&sb, &ch).len(), 1, "never two at {}", p.as_str());
+        assert_eq!(a.verify_refund(&http, &c, &refund(&id, &ch, 500)).await.expect("verify"), created);
+
+        let (status, record) =
+            control(&sb, &format!("/sandbox/refunds/{id}/fail"), json!({"reason": "Card expired", "deliver": false}))
+                .await;
+        assert_eq!((status, record["status"].as_str()), (200, Some("failed")), "{record}");
+        let state = a.verify_refund(&http, &c, &refund(&id, &ch, 500)).await.expect("verify");
+        assert_eq!((state.status, state.reason.as_deref()), (RemoteStatus::Failed, Some("Card expired")));
+        assert_eq!(control(&sb, &format!("/sandbox/refunds/{id}/succeed"), json!({})).await.0, 409);
+
+        // A failed refund gives its amount back to the charge: the whole 12.50 can still go.
+        let whole = refund_id();
+        let state = a.create_refund(&http, &c, &refund(&whole, &ch, 1250)).await.expect("whole");
+        assert_eq!((state.status, state.amount), (RemoteStatus::Pending, 1250));
+        let (status, record) =
+            control(&sb, &format!("/sandbox/refunds/{whole}/succeed"), json!({"deliver": false})).await;
+        assert_eq!((status, record["status"].as_str()), (200, Some("success")), "{record}");
+        assert_eq!(
+            a.verify_refund(&http, &c, &refund(&whole, &ch, 1250)).await.expect("verify").status,
+            RemoteStatus::Success
+        );
+        // Nothing is left: one pesewa more is refused.
+        let err = a.create_refund(&http, &c, &refund(&refund_id(), &ch, 1)).await.expect_err("exceeds");
+        assert!(matches!(err, ProviderError::Rejected(ref m) if m.contains("400")), "{}: {err:?}", p.as_str());
+
+        // Unknown refunds, another secret's refunds and unknown charges are not found.
+        assert_eq!(a.verify_refund(&http, &c, &refund(&refund_id(), &ch, 1)).await, Err(ProviderError::NotFound));
+        let theirs = creds(&sb, p, "sk_theirs");
+        assert_eq!(a.verify_refund(&http, &theirs, &refund(&whole, &ch, 1250)).await, Err(ProviderError::NotFound));
+        let err = a.create_refund(&http, &c, &refund(&refund_id(), "T-nobody", 100)).await;
+        assert_eq!(err, Err(ProviderError::NotFound), "{}", p.as_str());
+        // An unpaid charge is not refundable.
+        let unpaid = reference("unpaid");
+        a.initialize(&http, &c, &charge(&unpaid, &Value::Null, None)).await.expect("init");
+        let err = a.create_refund(&http, &c, &refund(&refund_id(), &unpaid, 100)).await.expect_err("unpaid");
+        assert!(matches!(err, ProviderError::Rejected(_)), "{err:?}");
+        // An outage makes refunds unreachable, as it does everything else.
+        control(&sb, &format!("/sandbox/providers/{}/outage", p.as_str()), json!({"down": true})).await;
+        let err = a.create_refund(&http, &c, &refund(&refund_id(), &ch, 1)).await.expect_err("down");
+        assert!(err.is_transient(), "{err:?}");
+        control(&sb, &format!("/sandbox/providers/{}/outage", p.as_str()), json!({"down": false})).await;
+    }
+}
+
+#[tokio::test]
+async fn the_sandbox_reads_refunds_and_each_wire_answers_a_repeated_create_its_own_way() {
+    let sb = sandbox().await;
+    let http = reqwest::Client::new();
+    let ch = paid_charge(&sb, ProviderId::B, "sk_gw").await;
+    let body =
+        json!({"reference": "R-gw-1", "transaction": ch, "amount": 300, "currency": "GHS", "reason": "Duplicate"});
+    let url = format!("{}/refunds", sb.provider_url("provider_b"));
+    let first = http.post(&url).bearer_auth("sk_gw").json(&body).send().await.expect("post");
+    assert_eq!(first.status(), 201);
+    let first: Value = first.json().await.expect("json");
+    assert_eq!((first["id"].as_str(), first["status"].as_str()), (Some("R-gw-1"), Some("pending")));
+    let second = http.post(&url).bearer_auth("sk_gw").json(&body).send().await.expect("post");
+    assert_eq!(second.status(), 200, "the same reference answers the refund it has");
+    assert_eq!(second.json::<Value>().await.expect("json"), first);
+    let other = http.post(&url).bearer_auth("sk_other").json(&body).send().await.expect("post");
+    assert_eq!(other.status(), 409);
+    let too_much = json!({"reference": "R-gw-2", "transaction": ch, "amount": 951});
+    let r = http.post(&url).bearer_auth("sk_gw").json(&too_much).send().await.expect("post");
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.json::<Value>().await.expect("json")["error"]["code"], "refund_exceeds_payment");
+
+    // Paystack's wire: Tessera's id is the merchant_note; a second one with it is refused.
+    let pch = paid_charge(&sb, ProviderId::A, "sk_ps").await;
+    let url = format!("{}/refund", sb.provider_url("provider_a"));
+    let body = json!({"transaction": pch, "amount": 250, "merchant_note": "R-ps-1"});
+    let r: Value =
+        http.post(&url).bearer_auth("sk_ps").json(&body).send().await.expect("post").json().await.expect("json");
+    assert_eq!((r["status"].as_bool(), r["data"]["status"].as_str()), (Some(true), Some("pending")), "{r}");
+    assert!(r["data"]["id"].is_u64());
+    let again = http.post(&url).bearer_auth("sk_ps").json(&body).send().await.expect("post");
+    assert_eq!(again.status(), 400);
+    let listed: Value = http
+        .get(format!("{url}?transaction={pch}"))
+        .bearer_auth("sk_ps")
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(listed["data"].as_array().map(Vec::len), Some(1));
+    assert_eq!(listed["data"][0]["merchant_note"], "R-ps-1");
+
+    // The control API's view, by Tessera's refund id.
+    let got: Value = reqwest::get(format!("{}/sandbox/refunds/R-ps-1", sb.base_url()))
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    for (k, v) in [
+        ("id", json!("R-ps-1")),
+        ("provider", json!("provider_a")),
+        ("transaction", json!(pch)),
+        ("amount", json!(250)),
+        ("status", json!("pending")),
+        ("reason", Value::Null),
+    ] {
+        assert_eq!(got[k], v, "{k} in {got}");
+    }
+    assert!(got["createdAt"].is_string());
+    let all: Vec<Value> =
+        reqwest::get(format!("{}/sandbox/refunds", sb.base_url())).await.expect("get").json().await.expect("json");
+    let ids: Vec<&str> = all.iter().filter_map(|r| r["id"].as_str()).collect();
+    assert_eq!(ids, ["R-ps-1", "R-gw-1"], "newest first");
+    assert_eq!(sb.refund("R-gw-1").expect("record")["reason"], "Duplicate");
+    assert_eq!(reqwest::get(format!("{}/sandbox/refunds/nope", sb.base_url())).await.expect("get").status(), 404);
+    assert_eq!(control(&sb, "/sandbox/refunds/nope/succeed", json!({})).await.0, 404);
+    assert_eq!(control(&sb, "/sandbox/refunds/R-gw-1/refund", json!({})).await.0, 404);
+}
+
+#[tokio::test]
+async fn refund_webhooks_are_signed_and_parse_to_the_charge_reference() {
+    let sb = sandbox().await;
+    let rx = receiver().await;
+    sb.set_notify_url(rx.url.clone());
+    let http = outbound();
+    for p in ProviderId::ALL {
+        let secret = format!("sk_rhook_{}", p.as_str());
+        let (c, a) = (creds(&sb, p, &secret), adapter(p));
+        let ch = paid_charge(&sb, p, &secret).await;
+        let success = if p == ProviderId::A { "refund.processed" } else { "refund.success" };
+        for (action, event) in [("succeed", success), ("fail", "refund.failed")] {
+            let id = refund_id();
+            let state = a.create_refund(&http, &c, &refund(&id, &ch, 400)).await.expect("create");
+            let (status, _) = control(&sb, &format!("/sandbox/refunds/{id}/{action}"), json!({})).await;
+            assert_eq!(status, 200);
+            let (path, headers, body) = rx.got.lock().expect("lock").last().cloned().expect("a webhook arrived");
+            assert_eq!(path, format!("/api/white-label/webhooks/{}", p.as_str()));
+            let sig = headers.get(p.signature_header()).and_then(|v| v.to_str().ok()).expect("signature").to_string();
+            assert!(a.verify_signature(secret.as_bytes(), &body, &sig), "{}", p.as_str());
+            assert!(!a.verify_signature(b"sk_someone_else", &body, &sig));
+            let e = a.parse_event(&body).expect("event");
+            assert_eq!((e.event.as_str(), e.reference.as_str()), (event, ch.as_str()), "{}", p.as_str());
+            assert_eq!(e.id, state.provider_id);
+            // The sandbox logs the delivery under Tessera's refund id.
+            assert_eq!(deliveries(&sb, &id)[0]["status"], 200);
+        }
+    }
+    // `{"deliver": false}` settles without a webhook.
+    let ch = paid_charge(&sb, ProviderId::C, "sk_quiet").await;
+    let id = refund_id();
+    adapter(ProviderId::C)
+        .create_refund(&http, &creds(&sb, ProviderId::C, "sk_quiet"), &refund(&id, &ch, 100))
+        .await
+        .expect("create");
+    control(&sb, &format!("/sandbox/refunds/{id}/succeed"), json!({"deliver": false})).await;
+    assert!(deliveries(&sb, &id).is_empty());
 }
 
 #[tokio::test]
