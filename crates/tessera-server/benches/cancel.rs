@@ -76,7 +76,7 @@ fn parse_args() -> Result<Options, String> {
             _ => o.timeout = Duration::from_secs(n(&v)?.max(1)),
         }
     }
-    if o.tickets % o.per_purchase != 0 {
+    if !o.tickets.is_multiple_of(o.per_purchase) {
         return Err(format!("--tickets {} is not a multiple of --per-purchase {}", o.tickets, o.per_purchase));
     }
     Ok(o)
