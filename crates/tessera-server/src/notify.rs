@@ -87,6 +87,12 @@ const TEMPLATES: &[(&str, &str, &str, &str)] = &[
         "<p>Thank you. Your donation of GHS {{ amount }} to <strong>{{ campaign }}</strong> was received.</p><p>Reference: {{ reference }}.</p>",
     ),
     (
+        "payment.refunded",
+        "Refund of GHS {{ amount }} for {{ campaign }}",
+        "Your refund of GHS {{ amount }} for {{ campaign }} was sent back to the account you paid from.\n{% if ticketCodes %}These tickets are no longer valid: {{ ticketCodes|join(\", \") }}.\n{% endif %}Reference: {{ reference }}.\n",
+        "<p>Your refund of GHS {{ amount }} for <strong>{{ campaign }}</strong> was sent back to the account you paid from.</p>{% if ticketCodes %}<p>These tickets are no longer valid: {{ ticketCodes|join(\", \") }}.</p>{% endif %}<p>Reference: {{ reference }}.</p>",
+    ),
+    (
         "campaign.status.updated",
         "{{ campaign }} is now {{ to }}",
         "The campaign {{ campaign }} moved from {{ from }} to {{ to }}.\n",

@@ -11,6 +11,21 @@ pub mod kind {
     pub const WITHDRAWAL_HOLD: &str = "withdrawal_hold";
     pub const WITHDRAWAL_RELEASE: &str = "withdrawal_release";
     pub const WITHDRAWAL_DEBIT: &str = "withdrawal_debit";
+    /// A refund holds its amount at creation (−), gives it back when it ends (+), and debits it
+    /// when the provider refunded it (−), as a withdrawal does (D17.34, D17.38). Reference: the
+    /// refund id.
+    pub const REFUND_HOLD: &str = "refund_hold";
+    pub const REFUND_RELEASE: &str = "refund_release";
+    pub const REFUND_DEBIT: &str = "refund_debit";
     /// Every kind, for the audit (an entry of another kind is a discrepancy).
-    pub const ALL: [&str; 5] = [CHARGE, FEE, WITHDRAWAL_HOLD, WITHDRAWAL_RELEASE, WITHDRAWAL_DEBIT];
+    pub const ALL: [&str; 8] = [
+        CHARGE,
+        FEE,
+        WITHDRAWAL_HOLD,
+        WITHDRAWAL_RELEASE,
+        WITHDRAWAL_DEBIT,
+        REFUND_HOLD,
+        REFUND_RELEASE,
+        REFUND_DEBIT,
+    ];
 }

@@ -47,6 +47,7 @@ pub mod participants;
 pub mod payments;
 pub mod portal;
 pub mod qr;
+pub mod refunds;
 pub mod scopes;
 pub mod settings;
 pub mod submissions;

@@ -8,7 +8,8 @@
 //! the same event stores nothing.
 //!
 //! Reconciliation ([`reconcile`]): an event is only a trigger. A charge event asks the provider's
-//! verify API through [`fulfilment::confirm`]; a transfer event through [`payouts::reconcile`].
+//! verify API through [`fulfilment::confirm`]; a transfer event through [`payouts::reconcile`];
+//! a refund event (it names the charge) through [`refunds::reconcile`].
 //! An event naming a reference of another provider changes nothing.
 use secrecy::ExposeSecret;
 use serde_json::Value;
@@ -22,6 +23,7 @@ use crate::store::StoreError;
 
 use super::fulfilment::{self, ConfirmError};
 use super::payouts::{self, PayoutError};
+use super::refunds::{self, RefundError};
 use super::routing::{credentials, payments_settings};
 use super::Next;
 
@@ -117,6 +119,14 @@ pub async fn reconcile(state: &AppState, event: &WebhookEvent, step_ms: i64) -> 
                 Err(e) => format!("error: {e}"),
             },
         },
+        // Refund webhooks name the charge (D17.36): every pending refund of it is asked about.
+        "refund.processed" | "refund.success" | "refund.failed" => {
+            match refunds::reconcile(state, &event.provider, &event.reference).await {
+                Ok(o) => o,
+                Err(RefundError::Provider(e)) if e.is_transient() => return retry(&e),
+                Err(e) => format!("error: {e}"),
+            }
+        }
         _ => "ignored".to_string(),
     };
     tracing::info!(provider = %event.provider, event = %event.event, outcome = %outcome, "webhook reconciled");

@@ -28,6 +28,7 @@ pub mod fulfilment;
 pub mod leaderboard;
 pub mod modules;
 pub mod payouts;
+pub mod refunds;
 pub mod routing;
 pub mod ussd;
 pub mod webhooks;

@@ -355,6 +355,7 @@ pub fn sample_data(event_type: EventType, now: i64) -> Value {
             expires_at: at.clone(),
             mismatch: false,
             paid_late: false,
+            refunded: crate::domain::money::to_ghs(0),
             tickets: if kind == "ticket" && ok { vec![ticket(false)] } else { Vec::new() },
             votes: (kind == "vote").then(|| VotesOut {
                 participant_id: "00000000-0000-7000-8000-000000000004".into(),
@@ -399,6 +400,7 @@ pub fn sample_data(event_type: EventType, now: i64) -> Value {
             metadata: None,
             created_at: at.clone(),
             updated_at: at.clone(),
+            refunds: None,
         }),
     };
     value.unwrap_or(Value::Null)

@@ -21,8 +21,13 @@ pub mod queue {
     /// Mobile-money charges of USSD votes to make at the provider (subject: transaction
     /// reference, D17.21).
     pub const MOMO: &str = "momo_charge";
+    /// Refunds to create at the provider and to poll (subject: refund id, D17.36).
+    pub const REFUND: &str = "refund";
+    /// Cancelled campaigns whose buyers' refunds are still to file (subject: campaign id,
+    /// D17.37).
+    pub const CAMPAIGN_CANCEL: &str = "campaign_cancel";
     /// Every queue, for metrics.
-    pub const ALL: [&str; 5] = [WEBHOOK, CHARGE, PAYOUT, NOTIFICATION, MOMO];
+    pub const ALL: [&str; 7] = [WEBHOOK, CHARGE, PAYOUT, NOTIFICATION, MOMO, REFUND, CAMPAIGN_CANCEL];
 }
 
 #[derive(Debug, Clone)]

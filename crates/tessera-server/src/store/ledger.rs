@@ -76,13 +76,15 @@ impl Store {
             "SELECT {} AS pending, {} AS available, {} AS held FROM ledger_entries WHERE account_id = $2",
             sum("CASE WHEN settles_at > $1 THEN amount ELSE 0 END"),
             sum("CASE WHEN settles_at > $1 THEN 0 ELSE amount END"),
-            sum("CASE WHEN kind IN ($3, $4) THEN amount ELSE 0 END"),
+            sum("CASE WHEN kind IN ($3, $4, $5, $6) THEN amount ELSE 0 END"),
         );
         let row = sqlx::query(&sql)
             .bind(now)
             .bind(account_id)
             .bind(kind::WITHDRAWAL_HOLD)
             .bind(kind::WITHDRAWAL_RELEASE)
+            .bind(kind::REFUND_HOLD)
+            .bind(kind::REFUND_RELEASE)
             .fetch_one(self.reader())
             .await?;
         Ok(Balance {
@@ -147,7 +149,7 @@ impl Store {
              (SELECT COUNT(*) FROM ledger_entries l WHERE l.account_id = $1 AND l.kind IN ($2, $3) \
                 AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.reference = l.reference AND t.credited = 1)) AS orphans, \
              (SELECT COUNT(*) FROM ledger_entries WHERE account_id = $1 AND kind NOT IN \
-                ($2, $3, $4, $5, $6)) AS unknown_kinds, \
+                ($2, $3, $4, $5, $6, $7, $8, $9)) AS unknown_kinds, \
              (SELECT COUNT(*) FROM transactions WHERE account_id = $1 AND mismatch = 1 AND credited = 1) AS mismatched_credits",
             sum("amount"),
             sum("amount"),
@@ -209,6 +211,7 @@ impl Store {
         .fetch_one(self.reader())
         .await?;
         push("no_withdrawal_entry_without_withdrawal", "ledger".into(), 0, orphans.try_get("n")?);
+        self.check_refunds(id, &mut push).await?;
         let available = self.balance(id, crate::domain::time::now_ms()).await?.available;
         push("available_never_negative", "balance".into(), 0, available.min(0));
 
@@ -244,10 +247,14 @@ impl Store {
             push("ticket_type_held_equals_reserved", tt, r.try_get("held")?, r.try_get("quantity_held")?);
         }
         // Votes: a participant's count = the votes its fulfilled vote purchases bought.
+        // Less what pending and succeeded refunds took back (D17.35; issue 26 item 4).
         let votes = format!(
             "SELECT p.id, p.votes, (SELECT {} FROM transactions t WHERE t.participant_id = p.id AND t.fulfilled = 1 \
-             AND t.transaction_type = 'vote') AS paid FROM participants p WHERE p.account_id = $1",
+             AND t.transaction_type = 'vote') - (SELECT {} FROM refunds r JOIN transactions t \
+             ON t.reference = r.transaction_reference WHERE t.participant_id = p.id \
+             AND r.status IN ('pending', 'succeeded')) AS paid FROM participants p WHERE p.account_id = $1",
             sum("t.quantity"),
+            sum("r.votes"),
         );
         for r in &sqlx::query(&votes).bind(id).fetch_all(self.reader()).await? {
             push("votes_equal_paid_votes", r.try_get("id")?, r.try_get("paid")?, r.try_get("votes")?);
@@ -286,6 +293,97 @@ impl Store {
                 r.try_get("recorded")?,
             );
         }
+        Ok(())
+    }
+
+    /// The refunds' part of the audit (D17.34–38; issue 26 item 4): each refund's hold, release
+    /// and debit match its state; each payment's claim and `refunded` match its refunds and stay
+    /// within what was paid; voided tickets are those of live refunds, as many as they name; a
+    /// donation's refunded amount is its live refunds'.
+    async fn check_refunds(
+        &self,
+        id: &str,
+        push: &mut impl FnMut(&'static str, String, i64, i64),
+    ) -> StoreResult<()> {
+        let refunds = format!(
+            "SELECT r.id, r.status, r.amount, r.ticket_codes, \
+             (SELECT {} FROM ledger_entries l WHERE l.account_id = r.account_id AND l.reference = r.id AND l.kind = $2) AS hold, \
+             (SELECT {} FROM ledger_entries l WHERE l.account_id = r.account_id AND l.reference = r.id AND l.kind = $3) AS released, \
+             (SELECT {} FROM ledger_entries l WHERE l.account_id = r.account_id AND l.reference = r.id AND l.kind = $4) AS debited, \
+             (SELECT COUNT(*) FROM tickets k WHERE k.void_refund_id = r.id AND k.status = 'void') AS voided \
+             FROM refunds r WHERE r.account_id = $1",
+            sum("l.amount"),
+            sum("l.amount"),
+            sum("l.amount"),
+        );
+        let rows = sqlx::query(&refunds)
+            .bind(id)
+            .bind(kind::REFUND_HOLD)
+            .bind(kind::REFUND_RELEASE)
+            .bind(kind::REFUND_DEBIT)
+            .fetch_all(self.reader())
+            .await?;
+        for r in &rows {
+            let (refund, status, amount): (String, String, i64) =
+                (r.try_get("id")?, r.try_get("status")?, r.try_get("amount")?);
+            let hold: i64 = r.try_get("hold")?;
+            let codes: String = r.try_get("ticket_codes")?;
+            let named = serde_json::from_str::<Vec<String>>(&codes).map_or(-1, |c| c.len() as i64);
+            let live = status != "failed";
+            // A cancellation's refund the balance could not cover was filed failed, never held.
+            let held = live || hold != 0;
+            push("refund_held_once", refund.clone(), if held { -amount } else { 0 }, hold);
+            push(
+                "refund_released_when_ended",
+                refund.clone(),
+                if status == "pending" || !held { 0 } else { amount },
+                r.try_get("released")?,
+            );
+            push(
+                "refund_debited_when_succeeded",
+                refund.clone(),
+                if status == "succeeded" { -amount } else { 0 },
+                r.try_get("debited")?,
+            );
+            push("voided_tickets_equal_refunded_tickets", refund, if live { named } else { 0 }, r.try_get("voided")?);
+        }
+        let payments = format!(
+            "SELECT t.reference, t.amount, t.refund_claimed, t.refunded, \
+             (SELECT {} FROM refunds r WHERE r.transaction_reference = t.reference AND r.status IN ('pending', 'succeeded')) AS claimed, \
+             (SELECT {} FROM refunds r WHERE r.transaction_reference = t.reference AND r.status = 'succeeded') AS succeeded, \
+             (SELECT {} FROM donations d WHERE d.transaction_reference = t.reference) AS donation_refunded, \
+             t.transaction_type FROM transactions t WHERE t.account_id = $1 \
+             AND (t.refund_claimed <> 0 OR t.refunded <> 0 OR EXISTS (SELECT 1 FROM refunds r WHERE r.transaction_reference = t.reference))",
+            sum("r.amount"),
+            sum("r.amount"),
+            sum("d.refunded"),
+        );
+        for r in &sqlx::query(&payments).bind(id).fetch_all(self.reader()).await? {
+            let reference: String = r.try_get("reference")?;
+            let (amount, claimed, refunded): (i64, i64, i64) =
+                (r.try_get("amount")?, r.try_get("refund_claimed")?, r.try_get("refunded")?);
+            push("refund_claim_equals_live_refunds", reference.clone(), r.try_get("claimed")?, claimed);
+            push("refunded_equals_succeeded_refunds", reference.clone(), r.try_get("succeeded")?, refunded);
+            push("refunded_never_above_paid", reference.clone(), 0, (claimed.max(refunded) - amount).max(0));
+            if r.try_get::<String, _>("transaction_type")? == "donation" {
+                push("donation_refunded_equals_live_refunds", reference, claimed, r.try_get("donation_refunded")?);
+            }
+        }
+        let stray = sqlx::query(
+            "SELECT \
+             (SELECT COUNT(*) FROM tickets k WHERE k.account_id = $1 AND k.status = 'void' AND NOT EXISTS \
+                (SELECT 1 FROM refunds r WHERE r.id = k.void_refund_id AND r.status IN ('pending', 'succeeded'))) AS voids, \
+             (SELECT COUNT(*) FROM ledger_entries l WHERE l.account_id = $1 AND l.kind IN ($2, $3, $4) \
+                AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.id = l.reference AND r.account_id = l.account_id)) AS entries",
+        )
+        .bind(id)
+        .bind(kind::REFUND_HOLD)
+        .bind(kind::REFUND_RELEASE)
+        .bind(kind::REFUND_DEBIT)
+        .fetch_one(self.reader())
+        .await?;
+        push("no_void_ticket_without_live_refund", "tickets".into(), 0, stray.try_get("voids")?);
+        push("no_refund_entry_without_refund", "ledger".into(), 0, stray.try_get("entries")?);
         Ok(())
     }
 }

@@ -25,6 +25,7 @@ pub mod participants;
 pub mod payments;
 pub mod portal;
 pub mod query;
+pub mod refunds;
 pub mod settings;
 pub mod sqlite_read;
 pub mod submissions;
@@ -180,6 +181,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (9, "email_case", include_str!("../../migrations/0009_email_case.sql")),
     (10, "ussd", include_str!("../../migrations/0010_ussd.sql")),
     (11, "webhooks", include_str!("../../migrations/0011_webhooks.sql")),
+    (12, "refunds", include_str!("../../migrations/0012_refunds.sql")),
 ];
 
 impl Store {

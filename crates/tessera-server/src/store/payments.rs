@@ -48,12 +48,16 @@ pub struct Transaction {
     pub hold_expires_at: i64,
     pub paid_at: Option<i64>,
     pub created_at: i64,
+    /// Pesewas that pending and succeeded refunds claim (D17.42: the ceiling counts both).
+    pub refund_claimed: i64,
+    /// Pesewas that succeeded refunds gave back (D17.38).
+    pub refunded: i64,
 }
 
 const COLUMNS: &str = "reference, account_id, transaction_type, status, amount, fees, price, currency, provider, \
     channel, email, phone, full_name, callback_url, description, campaign_id, ticket_type_id, participant_id, \
     quantity, metadata, attendees, authorization_url, access_code, reserved, credited, fulfilled, mismatch, paid_late, \
-    hold_expires_at, paid_at, created_at";
+    hold_expires_at, paid_at, created_at, refund_claimed, refunded";
 
 fn from_row(r: &AnyRow) -> StoreResult<Transaction> {
     let metadata: String = r.try_get("metadata")?;
@@ -95,6 +99,8 @@ fn from_row(r: &AnyRow) -> StoreResult<Transaction> {
         hold_expires_at: r.try_get("hold_expires_at")?,
         paid_at: r.try_get("paid_at")?,
         created_at: r.try_get("created_at")?,
+        refund_claimed: r.try_get("refund_claimed")?,
+        refunded: r.try_get("refunded")?,
     })
 }
 

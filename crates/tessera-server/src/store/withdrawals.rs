@@ -111,7 +111,7 @@ pub enum Created {
     Key(KeyState),
 }
 
-async fn key_state(
+pub(crate) async fn key_state(
     conn: &mut sqlx::AnyConnection,
     account_id: &str,
     key: &str,

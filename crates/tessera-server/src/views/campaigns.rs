@@ -6,6 +6,7 @@ use utoipa::ToSchema;
 use crate::domain::money;
 use crate::domain::time::rfc3339;
 use crate::store::campaigns::Campaign;
+use crate::views::refunds::RefundCountsOut;
 
 /// The whole campaign record.
 #[derive(Serialize, ToSchema)]
@@ -28,6 +29,10 @@ pub struct CampaignOut {
     pub metadata: Option<Value>,
     pub created_at: String,
     pub updated_at: String,
+    /// Refunds of the campaign's payments (D17.37): on `GET /campaigns/:campaignId` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false)]
+    pub refunds: Option<RefundCountsOut>,
 }
 
 impl CampaignOut {
@@ -46,6 +51,7 @@ impl CampaignOut {
             metadata: with_metadata.then_some(c.metadata),
             created_at: rfc3339(c.created_at),
             updated_at: rfc3339(c.updated_at),
+            refunds: None,
         }
     }
 }

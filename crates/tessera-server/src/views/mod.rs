@@ -3,5 +3,6 @@
 //! Serde and OpenAPI types only: no axum, no SQL; they are built from the store's rows.
 pub mod campaigns;
 pub mod payments;
+pub mod refunds;
 pub mod tickets;
 pub mod withdrawals;

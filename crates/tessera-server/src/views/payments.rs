@@ -56,6 +56,9 @@ pub struct PaymentOut {
     pub mismatch: bool,
     /// Paid after its hold expired (D16.4).
     pub paid_late: bool,
+    /// GHS given back by succeeded refunds (D17.33).
+    #[schema(value_type = f64)]
+    pub refunded: Value,
     pub tickets: Vec<TicketOut>,
     pub votes: Option<VotesOut>,
     pub donation: Option<DonationOut>,
@@ -70,6 +73,7 @@ pub fn payment_out(t: Transaction, tickets: Vec<TicketOut>, donation: Option<Str
         amount: to_ghs(t.amount),
         fees: to_ghs(t.fees),
         net: to_ghs(t.amount - t.fees),
+        refunded: to_ghs(t.refunded),
         created_at: rfc3339(t.created_at),
         paid_at: t.paid_at.map(rfc3339),
         expires_at: rfc3339(t.hold_expires_at),

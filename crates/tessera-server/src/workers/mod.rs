@@ -10,6 +10,7 @@ pub mod deliveries;
 pub mod momo;
 pub mod notifications;
 pub mod payouts;
+pub mod refunds;
 pub mod webhooks;
 
 use std::future::Future;
@@ -50,13 +51,15 @@ async fn follow(state: &AppState, job: &Job, next: Next) -> anyhow::Result<()> {
 /// Starts every worker loop. Two loops per queue, so one slow provider call does not hold up
 /// the rest of the queue.
 pub fn spawn(state: &AppState, cancel: &CancellationToken) -> Vec<JoinHandle<()>> {
-    let workers: [Worker; 6] = [
+    let workers: [Worker; 8] = [
         ("webhooks", |s| Box::pin(async move { webhooks::try_execute_one(&s).await })),
         ("charges", |s| Box::pin(async move { charges::try_execute_one(&s).await })),
         ("payouts", |s| Box::pin(async move { payouts::try_execute_one(&s).await })),
         ("notifications", |s| Box::pin(async move { notifications::try_execute_one(&s).await })),
         ("momo", |s| Box::pin(async move { momo::try_execute_one(&s).await })),
         ("deliveries", |s| Box::pin(async move { deliveries::try_execute_one(&s).await })),
+        ("refunds", |s| Box::pin(async move { refunds::try_execute_one(&s).await })),
+        ("cancellations", |s| Box::pin(async move { refunds::try_file_one(&s).await })),
     ];
     let mut handles = Vec::new();
     for (name, step) in workers {
@@ -117,6 +120,14 @@ pub async fn drain(state: &AppState) -> anyhow::Result<usize> {
             any = true;
         }
         while deliveries::try_execute_one(state).await? {
+            ran += 1;
+            any = true;
+        }
+        while refunds::try_file_one(state).await? {
+            ran += 1;
+            any = true;
+        }
+        while refunds::try_execute_one(state).await? {
             ran += 1;
             any = true;
         }

@@ -269,6 +269,10 @@ fn cases() -> Vec<(&'static str, Case)> {
         case!("POST /api/white-label/v1/payments/initialize", payments_initialize),
         case!("POST /api/white-label/v1/payments/verify", payments_verify),
         case!("GET /api/white-label/v1/payments/{reference}", payments_show),
+        case!("POST /api/white-label/v1/payments/{reference}/refunds", refunds_create),
+        case!("GET /api/white-label/v1/payments/{reference}/refunds", refunds_list),
+        case!("GET /api/white-label/v1/refunds/{id}", refunds_show),
+        case!("POST /api/white-label/v1/campaigns/{campaignId}/cancel", campaigns_cancel),
         case!("GET /api/white-label/v1/settings", settings_show),
         case!("PATCH /api/white-label/v1/settings/{category}", settings_update),
         case!("GET /api/white-label/v1/storefront", storefront),
@@ -656,6 +660,32 @@ async fn payments_show(c: &Ctx) {
     for reference in [&c.seed.paid, &c.seed.pending] {
         foreign(c, Who::Signed, Method::GET, &v1(&format!("/payments/{reference}")), None).await;
     }
+}
+
+async fn refunds_create(c: &Ctx) {
+    // B refunding A's payment: 404, nothing refunded, nothing of A in the answer.
+    let mut h = HeaderMap::new();
+    h.insert("x-idempotency-key", HeaderValue::from_static("b-refund-1"));
+    let path = v1(&format!("/payments/{}/refunds", c.seed.paid));
+    let r = b_send(c, Who::Signed, Method::POST, &path, Some(json!({"reason": "B"})), Some(h)).await;
+    assert_error(&r, 404, "not_found");
+    no_a_data(c, &r, &path);
+}
+
+async fn refunds_list(c: &Ctx) {
+    for reference in [&c.seed.paid, &c.seed.pending] {
+        foreign(c, Who::Signed, Method::GET, &v1(&format!("/payments/{reference}/refunds")), None).await;
+    }
+}
+
+async fn refunds_show(c: &Ctx) {
+    // The seed files no refund (its tickets stay valid for the gate cases): an id B does not own.
+    foreign(c, Who::Signed, Method::GET, &v1(&format!("/refunds/{}", uuid::Uuid::now_v7())), None).await;
+}
+
+async fn campaigns_cancel(c: &Ctx) {
+    let body = json!({"reason": "Taken over by B", "refund": true});
+    foreign(c, Who::Signed, Method::POST, &v1(&format!("/campaigns/{}/cancel", c.seed.ticketing)), Some(body)).await;
 }
 
 async fn settings_show(c: &Ctx) {

@@ -15,7 +15,9 @@ use crate::domain::check::Check;
 pub use crate::views::campaigns::CampaignOut;
 
 use crate::domain::time::rfc3339;
-use crate::flows::events;
+use crate::domain::refunds::REASON_MAX;
+use crate::flows::{events, refunds};
+use crate::views::refunds::RefundCountsOut;
 use crate::http::envelope::{ok_rendered_page, ApiResponse, Envelope, ListEnvelope, Pagination};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, AnyKey, ApiJson, ListFilters, ListQuery, Scheme, Signed};
@@ -235,7 +237,63 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> ApiResult<CampaignOut> {
     let c = state.store.campaign(&caller.account_id, campaign_id(&id)?).await?;
-    Ok(ApiResponse::ok(CampaignOut::from(c, true)))
+    let refunds = state.store.refund_counts(&c.id).await?;
+    Ok(ApiResponse::ok(CampaignOut { refunds: Some(refunds.into()), ..CampaignOut::from(c, true) }))
+}
+
+/// Body of `POST /campaigns/:campaignId/cancel` (D17.37).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignCancelIn {
+    /// Why (at most 500 characters): kept on the campaign and given as each refund's reason.
+    pub reason: Option<String>,
+    /// `true`: file a full refund of every successful payment of the campaign. Default `false`.
+    pub refund: Option<bool>,
+}
+
+/// `data` of `POST /campaigns/:campaignId/cancel`.
+#[derive(Serialize, ToSchema)]
+pub struct CampaignCancelledOut {
+    pub id: String,
+    /// `archived`.
+    pub status: String,
+    /// The campaign's refunds so far (filed in the background; follow them on `GET /campaigns/:campaignId`).
+    pub refunds: RefundCountsOut,
+}
+
+/// POST /api/white-label/v1/campaigns/{campaignId}/cancel — Signed — campaigns:write
+#[utoipa::path(
+    post, path = "/api/white-label/v1/campaigns/{campaignId}/cancel", operation_id = "campaigns_cancel", tag = "campaigns",
+    security(("signed" = [])),
+    params(("campaignId" = String, Path, format = Uuid, description = "Campaign id")),
+    request_body(content = CampaignCancelIn, example = json!({"reason": "The venue is closed", "refund": true})),
+    responses(
+        (status = 202, description = "Archived and its sales stopped; with `refund: true` every successful payment's \
+            refund is filed in the background, once, whatever the retries. Cancelling again answers the same.",
+            body = Envelope<CampaignCancelledOut>),
+        SignedErrors, BodyErrors, NotFound,
+    )
+)]
+pub async fn cancel(
+    State(state): State<AppState>,
+    caller: Signed<scope::CampaignsWrite>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<CampaignCancelIn>,
+) -> ApiResult<CampaignCancelledOut> {
+    let id = campaign_id(&id)?;
+    let reason = match body.reason.as_deref() {
+        Some(r) => Some(crate::domain::check::text("reason", r, 0, REASON_MAX)?).filter(|r| !r.is_empty()),
+        None => None,
+    };
+    let entry = audit(&caller, "campaign.cancelled", "campaign");
+    let refund = body.refund.unwrap_or(false);
+    let done = refunds::cancel(&state, &caller.account_id, id, reason.as_deref(), refund, entry, events::campaign_data)
+        .await?;
+    Ok(ApiResponse::accepted(CampaignCancelledOut {
+        id: done.campaign.id,
+        status: done.campaign.status.as_str().into(),
+        refunds: done.refunds.into(),
+    }))
 }
 
 /// The filters of `GET /campaigns`.

@@ -9,6 +9,7 @@ pub mod my_tickets;
 pub mod notifications;
 pub mod participants;
 pub mod payments;
+pub mod refunds;
 pub mod settings;
 pub mod storefront;
 pub mod submissions;

@@ -46,7 +46,7 @@ pub struct WithdrawalIn {
     pub account_name: Option<String>,
 }
 
-fn key_reused(in_flight: bool) -> ApiError {
+pub(crate) fn key_reused(in_flight: bool) -> ApiError {
     ApiError::new(
         StatusCode::CONFLICT,
         "idempotency_key_reused",
@@ -59,7 +59,7 @@ fn key_reused(in_flight: bool) -> ApiError {
 }
 
 /// The first answer again, with its own requestId and the replay headers (D16.12).
-fn replay(stored: StoredResponse) -> Response {
+pub(crate) fn replay(stored: StoredResponse) -> Response {
     let mut resp = ApiResponse::created(stored.data).into_response();
     if let Ok(status) = StatusCode::from_u16(stored.status) {
         *resp.status_mut() = status;
@@ -72,7 +72,8 @@ fn replay(stored: StoredResponse) -> Response {
     resp
 }
 
-fn answer(state: KeyState) -> Result<Response, ApiError> {
+/// The answer a known key gets (also for refunds, D17.33).
+pub(crate) fn answer(state: KeyState) -> Result<Response, ApiError> {
     match state {
         KeyState::Replay(stored) => Ok(replay(stored)),
         KeyState::Reused { in_flight } => Err(key_reused(in_flight)),
