@@ -18,14 +18,6 @@ pub mod kind {
     pub const REFUND_RELEASE: &str = "refund_release";
     pub const REFUND_DEBIT: &str = "refund_debit";
     /// Every kind, for the audit (an entry of another kind is a discrepancy).
-    pub const ALL: [&str; 8] = [
-        CHARGE,
-        FEE,
-        WITHDRAWAL_HOLD,
-        WITHDRAWAL_RELEASE,
-        WITHDRAWAL_DEBIT,
-        REFUND_HOLD,
-        REFUND_RELEASE,
-        REFUND_DEBIT,
-    ];
+    pub const ALL: [&str; 8] =
+        [CHARGE, FEE, WITHDRAWAL_HOLD, WITHDRAWAL_RELEASE, WITHDRAWAL_DEBIT, REFUND_HOLD, REFUND_RELEASE, REFUND_DEBIT];
 }

@@ -151,7 +151,9 @@ pub fn exceeds(remainder: i64) -> DomainError {
 pub fn ticket_not_refundable(code: &str) -> DomainError {
     refused(
         "ticket_not_refundable",
-        format!("ticket {code} is not a valid, unused ticket of this purchase (checked in, void, or another purchase's)"),
+        format!(
+            "ticket {code} is not a valid, unused ticket of this purchase (checked in, void, or another purchase's)"
+        ),
     )
 }
 
@@ -187,7 +189,10 @@ pub fn plan(paid: &Paid, ask: &RefundAsk, tickets: &[PaidTicket]) -> Result<Plan
             if amount % price != 0 {
                 return Err(DomainError::field(
                     "amount",
-                    format!("must be a whole multiple of the vote price ({} GHS), or the whole remainder", to_ghs(price)),
+                    format!(
+                        "must be a whole multiple of the vote price ({} GHS), or the whole remainder",
+                        to_ghs(price)
+                    ),
                 ));
             }
             let votes = amount / price;
@@ -249,15 +254,7 @@ mod tests {
     use serde_json::json;
 
     fn paid(kind: TransactionType, amount: i64, quantity: i64) -> Paid {
-        Paid {
-            kind,
-            success: true,
-            amount,
-            quantity,
-            refund_claimed: 0,
-            vote_price: Some(100),
-            votes_refunded: 0,
-        }
+        Paid { kind, success: true, amount, quantity, refund_claimed: 0, vote_price: Some(100), votes_refunded: 0 }
     }
 
     fn ticket(code: &str, valid: bool, checked_in: bool) -> PaidTicket {
@@ -297,7 +294,10 @@ mod tests {
         let whole = RefundAsk::default();
         assert_eq!(code_of(plan(&p, &whole, &ts).unwrap_err()), "ticket_not_refundable");
         let some = RefundAsk { ticket_codes: Some(vec!["A".into()]), ..Default::default() };
-        assert_eq!(plan(&p, &some, &ts).expect("plan"), Plan { amount: 1000, ticket_codes: vec!["A".into()], votes: 0 });
+        assert_eq!(
+            plan(&p, &some, &ts).expect("plan"),
+            Plan { amount: 1000, ticket_codes: vec!["A".into()], votes: 0 }
+        );
         let used = RefundAsk { ticket_codes: Some(vec!["B".into()]), ..Default::default() };
         assert_eq!(code_of(plan(&p, &used, &ts).unwrap_err()), "ticket_not_refundable");
         let part = RefundAsk { amount: Some(1000), ..Default::default() };

@@ -233,9 +233,11 @@ pub async fn step(state: &AppState, r: &Refund, step_ms: i64) -> Result<Next, St
     let now = now_ms();
     match advance(state, r, true).await {
         Ok(Outcome::Succeeded | Outcome::Failed | Outcome::Unchanged) => Ok(Next::Done),
-        Ok(Outcome::Pending | Outcome::Unknown) => {
-            Ok(Next::Later { delay_ms: next_poll_delay_ms(first_poll_ms(state), step_ms), not_after: None, error: None })
-        }
+        Ok(Outcome::Pending | Outcome::Unknown) => Ok(Next::Later {
+            delay_ms: next_poll_delay_ms(first_poll_ms(state), step_ms),
+            not_after: None,
+            error: None,
+        }),
         Err(e) if e.is_transient() => {
             let since = state.store.note_refund_provider_down(&r.id, now).await?;
             if now - since >= PROVIDER_DOWN_LIMIT_MS && !r.provider_created {

@@ -314,7 +314,11 @@ pub(crate) async fn queue_status_notification(
 
 /// The account's campaign inside the caller's transaction (a cancellation reads and moves it
 /// there, D17.37).
-pub(crate) async fn read_in(conn: &mut sqlx::AnyConnection, account_id: &str, id: &str) -> StoreResult<Option<Campaign>> {
+pub(crate) async fn read_in(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+    id: &str,
+) -> StoreResult<Option<Campaign>> {
     sqlx::query(&format!("SELECT {COLUMNS} FROM campaigns WHERE account_id = $1 AND id = $2"))
         .bind(account_id)
         .bind(id)

@@ -300,11 +300,7 @@ impl Store {
     /// and debit match its state; each payment's claim and `refunded` match its refunds and stay
     /// within what was paid; voided tickets are those of live refunds, as many as they name; a
     /// donation's refunded amount is its live refunds'.
-    async fn check_refunds(
-        &self,
-        id: &str,
-        push: &mut impl FnMut(&'static str, String, i64, i64),
-    ) -> StoreResult<()> {
+    async fn check_refunds(&self, id: &str, push: &mut impl FnMut(&'static str, String, i64, i64)) -> StoreResult<()> {
         let refunds = format!(
             "SELECT r.id, r.status, r.amount, r.ticket_codes, \
              (SELECT {} FROM ledger_entries l WHERE l.account_id = r.account_id AND l.reference = r.id AND l.kind = $2) AS hold, \

@@ -364,13 +364,21 @@ impl Store {
             Ok(p) => p,
             Err(e) => return Ok(Filed::Refused(e)),
         };
-        let refund =
-            match write_plan(&mut tx, new.id, &t, &plan, new.ask.reason.as_deref(), Some(new.idempotency_key), false, now)
-                .await?
-            {
-                Ok(r) => r,
-                Err(e) => return Ok(Filed::Refused(e)),
-            };
+        let refund = match write_plan(
+            &mut tx,
+            new.id,
+            &t,
+            &plan,
+            new.ask.reason.as_deref(),
+            Some(new.idempotency_key),
+            false,
+            now,
+        )
+        .await?
+        {
+            Ok(r) => r,
+            Err(e) => return Ok(Filed::Refused(e)),
+        };
         let data = render(&refund);
         audit::record(
             &mut tx,

@@ -16,8 +16,8 @@ use tessera_server::sandbox::{Sandbox, SandboxOptions};
 use crate::helpers::Backend;
 
 pub(crate) struct Server {
-    dir: std::path::PathBuf,
-    db: Option<String>,
+    pub(crate) dir: std::path::PathBuf,
+    pub(crate) db: Option<String>,
     provider_url: String,
 }
 

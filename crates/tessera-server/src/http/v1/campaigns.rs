@@ -14,10 +14,9 @@ use crate::domain::campaigns::{parse_new, parse_update, CampaignInput, CampaignS
 use crate::domain::check::Check;
 pub use crate::views::campaigns::CampaignOut;
 
-use crate::domain::time::rfc3339;
 use crate::domain::refunds::REASON_MAX;
+use crate::domain::time::rfc3339;
 use crate::flows::{events, refunds};
-use crate::views::refunds::RefundCountsOut;
 use crate::http::envelope::{ok_rendered_page, ApiResponse, Envelope, ListEnvelope, Pagination};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, AnyKey, ApiJson, ListFilters, ListQuery, Scheme, Signed};
@@ -25,6 +24,7 @@ use crate::http::openapi::{string_enum, AnyKeyErrors, BodyErrors, Conflict, NotF
 use crate::state::AppState;
 use crate::store::campaigns::CampaignQuery;
 use crate::store::page_cache::Rendered;
+use crate::views::refunds::RefundCountsOut;
 
 /// The fields of a campaign body, shared by `CampaignIn` and `CampaignPatch`: `$req` marks
 /// the fields a create requires, and the docs that differ between the two are given per body.

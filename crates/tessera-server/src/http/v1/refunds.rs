@@ -22,8 +22,8 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{parse_json_value, scope, ApiJson, Signed};
 use crate::http::openapi::{BodyErrors, NotFound, SignedErrors};
 use crate::state::AppState;
-pub use crate::views::refunds::RefundOut;
 use crate::views::refunds::refund_data;
+pub use crate::views::refunds::RefundOut;
 
 /// Body of `POST /payments/:reference/refunds` (D17.33). Nothing named: the whole remainder.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -85,8 +85,12 @@ pub async fn create(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Response, ApiError> {
     let Some(raw_key) = headers.get(IDEMPOTENCY_HEADER) else {
-        return Err(ApiError::new(StatusCode::BAD_REQUEST, "idempotency_key_required", "the X-Idempotency-Key header is required")
-            .with_detail("X-Idempotency-Key", "required"));
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "idempotency_key_required",
+            "the X-Idempotency-Key header is required",
+        )
+        .with_detail("X-Idempotency-Key", "required"));
     };
     let key = raw_key
         .to_str()
@@ -134,7 +138,11 @@ pub async fn list(
     params(("id" = String, Path, description = "The refund id")),
     responses((status = 200, description = "The refund", body = Envelope<RefundOut>), SignedErrors, NotFound)
 )]
-pub async fn show(State(state): State<AppState>, caller: Signed<scope::PaymentsWrite>, Path(id): Path<String>) -> ApiResult<RefundOut> {
+pub async fn show(
+    State(state): State<AppState>,
+    caller: Signed<scope::PaymentsWrite>,
+    Path(id): Path<String>,
+) -> ApiResult<RefundOut> {
     if !is_uuid(&id) {
         return Err(ApiError::not_found("refund"));
     }
