@@ -29,7 +29,19 @@ profile_flag=()
 [ "$PROFILE" = release ] && profile_flag=(--release)
 echo "== building ($PROFILE)"
 cargo build "${profile_flag[@]}" --quiet --bin tessera
-cargo bench -p tessera-server --bench cancel --no-run --quiet
+if [ "$PROFILE" = release ]; then
+  cargo bench -p tessera-server --bench cancel --no-run --quiet
+  run_bench() { cargo bench -p tessera-server --bench cancel --quiet -- "$@"; }
+else
+  # A debug harness (cargo bench always builds optimized): the executable cargo reports.
+  bench_bin=$(cargo build -p tessera-server --bench cancel --message-format=json 2>/dev/null \
+    | python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "cancel" and m.get("executable"):
+        print(m["executable"])')
+  run_bench() { "$bench_bin" "$@"; }
+fi
 T=${BENCH_SERVER_BIN:-${CARGO_TARGET_DIR:-target}/$PROFILE/tessera}
 
 work=$(mktemp -d)
@@ -66,7 +78,7 @@ curl -fs "$URL/healthz" >/dev/null || { cat "$work/server.log" >&2; exit 1; }
 sleep 0.05 # signed timestamps must be later than the server's start
 
 echo "== cancel a campaign of $TICKETS paid tickets ($PER_PURCHASE per purchase) with refunds, $CONNECTIONS connections"
-cargo bench -p tessera-server --bench cancel --quiet -- --url "$URL" --sandbox-url "$SANDBOX" \
+run_bench --url "$URL" --sandbox-url "$SANDBOX" \
   --key-id "$key_id" --secret "$key_secret" --tickets "$TICKETS" --per-purchase "$PER_PURCHASE" \
   --connections "$CONNECTIONS" --timeout-secs "$TIMEOUT" || { tail -n 40 "$work/server.log" >&2; exit 1; }
 echo "server rss: $(awk '/VmRSS/ {print $2, $3}' "/proc/$server_pid/status")"
