@@ -292,18 +292,18 @@ mod tests {
         let p = paid(TransactionType::Ticket, 3000, 3);
         let ts = [ticket("A", true, false), ticket("B", true, true), ticket("C", true, false)];
         let whole = RefundAsk::default();
-        assert_eq!(code_of(plan(&p, &whole, &ts).unwrap_err()), "ticket_not_refundable");
+        assert_eq!(code_of(plan(&p, &whole, &ts).expect_err("refused")), "ticket_not_refundable");
         let some = RefundAsk { ticket_codes: Some(vec!["A".into()]), ..Default::default() };
         assert_eq!(
             plan(&p, &some, &ts).expect("plan"),
             Plan { amount: 1000, ticket_codes: vec!["A".into()], votes: 0 }
         );
         let used = RefundAsk { ticket_codes: Some(vec!["B".into()]), ..Default::default() };
-        assert_eq!(code_of(plan(&p, &used, &ts).unwrap_err()), "ticket_not_refundable");
+        assert_eq!(code_of(plan(&p, &used, &ts).expect_err("refused")), "ticket_not_refundable");
         let part = RefundAsk { amount: Some(1000), ..Default::default() };
-        assert_eq!(code_of(plan(&p, &part, &ts).unwrap_err()), "ticket_codes_required");
+        assert_eq!(code_of(plan(&p, &part, &ts).expect_err("refused")), "ticket_codes_required");
         let too_much = RefundAsk { amount: Some(3001), ..Default::default() };
-        assert_eq!(code_of(plan(&p, &too_much, &ts).unwrap_err()), "refund_exceeds_payment");
+        assert_eq!(code_of(plan(&p, &too_much, &ts).expect_err("refused")), "refund_exceeds_payment");
         let fresh = [ticket("A", true, false), ticket("B", false, false)];
         let after = Paid { refund_claimed: 1000, ..paid(TransactionType::Ticket, 3000, 3) };
         // The last ticket left takes the remainder (rounding stays with it).
@@ -317,12 +317,12 @@ mod tests {
         let three = RefundAsk { amount: Some(300), ..Default::default() };
         assert_eq!(plan(&v, &three, &[]).expect("plan").votes, 3);
         let odd = RefundAsk { amount: Some(250), ..Default::default() };
-        assert_eq!(code_of(plan(&v, &odd, &[]).unwrap_err()), "400:amount");
+        assert_eq!(code_of(plan(&v, &odd, &[]).expect_err("refused")), "400:amount");
         let d = paid(TransactionType::Donation, 5000, 1);
         assert_eq!(plan(&d, &three, &[]).expect("plan").amount, 300);
         let pending = Paid { success: false, ..d.clone() };
-        assert_eq!(code_of(plan(&pending, &three, &[]).unwrap_err()), "not_refundable");
+        assert_eq!(code_of(plan(&pending, &three, &[]).expect_err("refused")), "not_refundable");
         let codes = RefundAsk { ticket_codes: Some(vec!["A".into()]), ..Default::default() };
-        assert_eq!(code_of(plan(&d, &codes, &[]).unwrap_err()), "400:ticketCodes");
+        assert_eq!(code_of(plan(&d, &codes, &[]).expect_err("refused")), "400:ticketCodes");
     }
 }

@@ -48,20 +48,34 @@ async fn signed_by_a_known_secret(state: &AppState, id: ProviderId, body: &[u8],
             return true;
         }
     }
-    // The account's own secret: found through the reference the (not yet trusted) body names.
-    let reference = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| v.get("data")?.get("reference")?.as_str().map(str::to_string));
-    let Some(reference) = reference else { return false };
-    // A charge's reference, or a transfer's (the withdrawal id, D14.1).
-    let account_id = match state.store.transaction_by_reference(&reference).await {
-        Ok(Some(t)) => t.account_id,
-        Ok(None) => match state.store.withdrawal_by_id(&reference).await {
-            Ok(Some(w)) => w.account_id,
-            _ => return false,
-        },
-        Err(_) => return false,
-    };
+    // The account's own secret: found through the reference the (not yet trusted) body names:
+    // a charge's or a transfer's (the withdrawal id, D14.1) `reference`; a refund names its
+    // refund id there on the gateway's wire, and its charge in `transaction` (the gateway) or
+    // `transaction_reference` (Paystack) (D17.36).
+    let data = serde_json::from_slice::<Value>(body).ok().and_then(|v| v.get("data").cloned());
+    let Some(data) = data else { return false };
+    let named: Vec<String> = ["reference", "transaction_reference", "transaction"]
+        .into_iter()
+        .filter_map(|k| data.get(k).and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let mut owner = None;
+    for reference in &named {
+        owner = match state.store.transaction_by_reference(reference).await {
+            Ok(Some(t)) => Some(t.account_id),
+            Ok(None) => match state.store.withdrawal_by_id(reference).await {
+                Ok(Some(w)) => Some(w.account_id),
+                _ => match state.store.refund_by_id(reference).await {
+                    Ok(Some(r)) => Some(r.account_id),
+                    _ => None,
+                },
+            },
+            Err(_) => None,
+        };
+        if owner.is_some() {
+            break;
+        }
+    }
+    let Some(account_id) = owner else { return false };
     let Ok(settings) = payments_settings(state, &account_id).await else { return false };
     // An account on the shared defaults signs with the platform's secret, already tried above.
     if settings.use_shared_defaults {

@@ -294,7 +294,7 @@ async fn ps_list(State(shared): State<Arc<Shared>>, headers: HeaderMap, Query(q)
     };
     let db = shared.db();
     let found = refunds_of(&db, ProviderId::A, &secret, |r| match &q.transaction {
-        Some(t) => r.transaction == *t || r.charge_id.to_string() == *t,
+        Some(t) => r.transaction == *t || r.charge_id.as_u64().is_some_and(|n| t.parse::<u64>() == Ok(n)),
         None => true,
     });
     let data: Vec<Value> = found.iter().map(Refund::paystack).collect();
@@ -309,7 +309,7 @@ async fn ps_show(State(shared): State<Arc<Shared>>, headers: HeaderMap, Path(id)
         Err(r) => return *r,
     };
     let db = shared.db();
-    match refunds_of(&db, ProviderId::A, &secret, |r| r.seq.to_string() == id).first() {
+    match refunds_of(&db, ProviderId::A, &secret, |r| id.parse::<u64>() == Ok(r.seq)).first() {
         Some(r) => ps_ok("Refund retrieved", r.paystack()),
         None => ps_error(StatusCode::NOT_FOUND, "Refund not found"),
     }

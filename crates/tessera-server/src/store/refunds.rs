@@ -101,7 +101,7 @@ pub struct NewRefund<'a> {
 #[derive(Debug)]
 pub enum Filed {
     /// Created: the refund and the `data` of the 201 (stored for replays).
-    Created(Refund, Value),
+    Created(Box<Refund>, Value),
     /// The key was known (a concurrent request with it won, or it holds another body).
     Key(KeyState),
     /// The rules refused it (409 or 400); nothing was written and the key stays free.
@@ -207,6 +207,8 @@ async fn paid_in(conn: &mut sqlx::AnyConnection, t: &Transaction) -> StoreResult
 
 /// Writes a planned refund and its effects in the caller's transaction. `Err` of the inner
 /// result: a guard refused it (the caller rolls back: some effects may already be written).
+/// `balance`: what is available, when the caller already knows it under the account's lock (a
+/// cancellation's batch reads it once instead of summing the ledger per payment).
 #[allow(clippy::too_many_arguments)]
 async fn write_plan(
     conn: &mut StoreTx,
@@ -216,6 +218,7 @@ async fn write_plan(
     reason: Option<&str>,
     idempotency_key: Option<&str>,
     campaign_cancel: bool,
+    balance: Option<i64>,
     now: i64,
 ) -> StoreResult<Result<Refund, DomainError>> {
     let provider = match t.provider.as_deref() {
@@ -228,7 +231,10 @@ async fn write_plan(
             }))
         }
     };
-    let available = available(conn, &t.account_id, now).await?;
+    let available = match balance {
+        Some(b) => b,
+        None => available(conn, &t.account_id, now).await?,
+    };
     if available < plan.amount {
         return Ok(Err(insufficient(available, plan.amount)));
     }
@@ -372,6 +378,7 @@ impl Store {
             new.ask.reason.as_deref(),
             Some(new.idempotency_key),
             false,
+            None,
             now,
         )
         .await?
@@ -403,7 +410,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(Filed::Created(refund, data))
+        Ok(Filed::Created(Box::new(refund), data))
     }
 
     /// The account's refund (another account's looks like none: 404).
@@ -483,24 +490,49 @@ impl Store {
         })
     }
 
-    /// Refund counters of the account's campaign (D17.37): every refund of its payments.
+    /// Refund counters of the campaign (D17.37): every refund of its payments.
     pub async fn refund_counts(&self, campaign_id: &str) -> StoreResult<RefundCounts> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS requested, \
-             CAST(COALESCE(SUM(CASE WHEN r.status = 'succeeded' THEN 1 ELSE 0 END), 0) AS BIGINT) AS succeeded, \
-             CAST(COALESCE(SUM(CASE WHEN r.status = 'failed' THEN 1 ELSE 0 END), 0) AS BIGINT) AS failed \
-             FROM refunds r JOIN transactions t ON t.reference = r.transaction_reference WHERE t.campaign_id = $1",
-        )
-        .bind(campaign_id)
-        .fetch_one(self.reader())
-        .await?;
-        Ok(RefundCounts {
-            requested: row.try_get("requested")?,
-            succeeded: row.try_get("succeeded")?,
-            failed: row.try_get("failed")?,
-        })
+        let mut conn = self.reader().acquire().await?;
+        counts_in(&mut conn, campaign_id).await
     }
 
+    /// The campaign's counters when it has any to show: once cancelled, or once one of its
+    /// payments has a refund. Other campaigns read as before, so that `campaign.status.updated`
+    /// (the campaign as its GET shows it, D17.41) stays equal to the GET.
+    pub async fn campaign_refunds(&self, campaign_id: &str) -> StoreResult<Option<RefundCounts>> {
+        let mut conn = self.reader().acquire().await?;
+        let cancelled = sqlx::query("SELECT cancelled_at FROM campaigns WHERE id = $1")
+            .bind(campaign_id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .map(|r| r.try_get::<Option<i64>, _>("cancelled_at"))
+            .transpose()?
+            .flatten()
+            .is_some();
+        let counts = counts_in(&mut conn, campaign_id).await?;
+        Ok((cancelled || counts.requested > 0).then_some(counts))
+    }
+}
+
+/// Refund counters of the campaign, in the caller's connection.
+async fn counts_in(conn: &mut sqlx::AnyConnection, campaign_id: &str) -> StoreResult<RefundCounts> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS requested, \
+         CAST(COALESCE(SUM(CASE WHEN r.status = 'succeeded' THEN 1 ELSE 0 END), 0) AS BIGINT) AS succeeded, \
+         CAST(COALESCE(SUM(CASE WHEN r.status = 'failed' THEN 1 ELSE 0 END), 0) AS BIGINT) AS failed \
+         FROM refunds r JOIN transactions t ON t.reference = r.transaction_reference WHERE t.campaign_id = $1",
+    )
+    .bind(campaign_id)
+    .fetch_one(conn)
+    .await?;
+    Ok(RefundCounts {
+        requested: row.try_get("requested")?,
+        succeeded: row.try_get("succeeded")?,
+        failed: row.try_get("failed")?,
+    })
+}
+
+impl Store {
     /// Cancels the account's campaign (D17.37, D17.38): archived (with its
     /// `campaign.status.updated` event when that moved it), sales stopped (checkout sells only
     /// approved campaigns), and with `refund` a `campaign_cancel` job that files the buyers'
@@ -545,8 +577,16 @@ impl Store {
             audit::record(&mut tx, account_id, &entry).await?;
             if before.status != CampaignStatus::Archived {
                 campaigns::queue_status_notification(&mut tx, account_id, &before, &after).await?;
-                super::events::record(&mut tx, account_id, EventType::CampaignStatusUpdated, &render(&after), now)
-                    .await?;
+                // The campaign as its GET now shows it (D17.41): with its refund counters.
+                let mut data = render(&after);
+                let counts = counts_in(&mut tx, id).await?;
+                if let Some(object) = data.as_object_mut() {
+                    object.insert(
+                        "refunds".into(),
+                        json!({"requested": counts.requested, "succeeded": counts.succeeded, "failed": counts.failed}),
+                    );
+                }
+                super::events::record(&mut tx, account_id, EventType::CampaignStatusUpdated, &data, now).await?;
             }
             if start_refunds {
                 jobs::enqueue(&mut tx, queue::CAMPAIGN_CANCEL, id, now, now).await?;
@@ -590,6 +630,8 @@ impl Store {
         .fetch_all(&mut *tx)
         .await?;
         let mut handled = 0;
+        // Read once under the lock; each refund filed below takes its amount from it.
+        let mut balance = available(&mut tx, &account_id, now).await?;
         for r in &refs {
             let reference: String = r.try_get("reference")?;
             let Some(t) = payments::read_in(&mut tx, &reference).await? else { continue };
@@ -603,14 +645,13 @@ impl Store {
                 votes: (paid.quantity - paid.votes_refunded).max(0) * i64::from(paid.kind == TransactionType::Vote),
             };
             let id = crate::domain::new_id();
-            let balance = available(&mut tx, &account_id, now).await?;
             if balance < plan.amount {
                 let why = format!("{}", insufficient(balance, plan.amount));
                 insert_failed(&mut tx, &id, &t, plan.amount, &reason, &why, now).await?;
                 continue;
             }
-            match write_plan(&mut tx, &id, &t, &plan, Some(&reason), None, true, now).await? {
-                Ok(_) => {}
+            match write_plan(&mut tx, &id, &t, &plan, Some(&reason), None, true, Some(balance), now).await? {
+                Ok(_) => balance -= plan.amount,
                 // Cannot happen under the account lock (or the single writer) with the plan
                 // read in this transaction; refuse the batch rather than write half of one.
                 Err(e) => return Err(StoreError::Conflict(e.to_string())),

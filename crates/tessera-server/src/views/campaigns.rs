@@ -29,7 +29,8 @@ pub struct CampaignOut {
     pub metadata: Option<Value>,
     pub created_at: String,
     pub updated_at: String,
-    /// Refunds of the campaign's payments (D17.37): on `GET /campaigns/:campaignId` only.
+    /// Refunds of the campaign's payments (D17.37): on `GET /campaigns/:campaignId`, once the
+    /// campaign was cancelled or one of its payments has a refund.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(required = false)]
     pub refunds: Option<RefundCountsOut>,

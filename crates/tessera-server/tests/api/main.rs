@@ -24,6 +24,7 @@ mod portal;
 mod portal_console;
 mod providers;
 mod refunds;
+mod refunds_core;
 mod sandbox_inbox;
 mod settings;
 mod shutdown;

@@ -333,6 +333,22 @@ async fn refunds_are_created_once_verified_and_settled_at_every_provider() {
 }
 
 #[tokio::test]
+async fn two_racing_creates_of_one_refund_make_one_refund() {
+    let sb = sandbox().await;
+    let http = outbound();
+    for p in ProviderId::ALL {
+        let (c, a) = (creds(&sb, p, "sk_race"), adapter(p));
+        let ch = paid_charge(&sb, p, "sk_race").await;
+        let id = refund_id();
+        let req = refund(&id, &ch, 700);
+        let (one, two) = tokio::join!(a.create_refund(&http, &c, &req), a.create_refund(&http, &c, &req));
+        let (one, two) = (one.expect("one"), two.expect("two"));
+        assert_eq!(one, two, "{}", p.as_str());
+        assert_eq!(refunds_of(&sb, &ch).len(), 1, "{}", p.as_str());
+    }
+}
+
+#[tokio::test]
 async fn the_sandbox_reads_refunds_and_each_wire_answers_a_repeated_create_its_own_way() {
     let sb = sandbox().await;
     let http = reqwest::Client::new();

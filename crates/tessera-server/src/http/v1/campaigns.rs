@@ -237,8 +237,8 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> ApiResult<CampaignOut> {
     let c = state.store.campaign(&caller.account_id, campaign_id(&id)?).await?;
-    let refunds = state.store.refund_counts(&c.id).await?;
-    Ok(ApiResponse::ok(CampaignOut { refunds: Some(refunds.into()), ..CampaignOut::from(c, true) }))
+    let refunds = state.store.campaign_refunds(&c.id).await?;
+    Ok(ApiResponse::ok(CampaignOut { refunds: refunds.map(Into::into), ..CampaignOut::from(c, true) }))
 }
 
 /// Body of `POST /campaigns/:campaignId/cancel` (D17.37).
