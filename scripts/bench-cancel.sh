@@ -52,7 +52,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== machine: $(nproc) cpus, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with local changes)'), load $(cut -d' ' -f1-3 /proc/loadavg), server $PROFILE, database ${DATABASE_URL:+postgres}${DATABASE_URL:-sqlite}"
+echo "== machine: $(nproc) cpus, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with local changes)'), load $(cut -d' ' -f1-3 /proc/loadavg), server $PROFILE, database $([ -n "${DATABASE_URL:-}" ] && echo postgres || echo sqlite)"
 
 db_args=()
 [ -n "${DATABASE_URL:-}" ] && db_args=(--database-url "$DATABASE_URL")
