@@ -3,15 +3,21 @@
 Starts the sandbox (its own process, so it outlives the kills) and a real `tessera serve`, drives
 mixed load from a few threads (campaign writes, paid and free purchases through the sandbox,
 settlement by its control API and the webhooks it sends, replayed webhooks, check-ins,
-withdrawals and their transfers) while a killer thread SIGKILLs the server at random moments and
+withdrawals and their transfers, refunds (whole, by ticket code, settled or failed at the sandbox)
+and campaign cancellations with and without refunds) while a killer thread SIGKILLs the server at random moments and
 starts it again, `kills` times. Every answer the driver got is recorded: an acknowledged write is
 one answered 2xx; a request whose answer never came is "unknown" and never retried blindly
-(except withdrawals, which carry an idempotency key and are retried with the same key).
+(except withdrawals and refunds, which carry an idempotency key and are retried with the same key,
+and cancellations, which D17.38 makes safe to repeat).
 
 Afterwards (server up, workers running): every acknowledged write is present, nothing was
 applied twice, every payment and withdrawal is in a final or resumable state, then, after every
 outstanding charge and transfer is settled and the workers have run, in a final state; tickets
-issued = quantities paid; `tessera admin ledger check` is clean. Prints one JSON summary line
+issued = quantities paid; refunds (issue 26): every acknowledged refund exists, one per
+idempotency key, none over what was paid, the sandbox's refunds match Tessera's one for one (id,
+amount, charge, final state), no ticket is both checked in and refunded, every paid purchase of a
+campaign cancelled with refunds has its refund; `tessera admin ledger check` is clean (it covers
+refunds). Prints one JSON summary line
 and exits non-zero on any violation.
 
     python3 scripts/chaos.py --bin target/debug/tessera --kills 30 [--database-url URL]
@@ -238,6 +244,8 @@ class Driver:
         self.payments = {}         # reference -> {"quantity", "kind", "provider", "settled": None|"succeed"|"fail"}
         self.tickets = {}          # code -> {"checked_in": bool}
         self.withdrawals = {}      # idempotency key -> {"id": None|str, "amount", "settled": bool}
+        self.refunds = {}          # idempotency key -> {"id", "reference", "body", "answered", "settled"}
+        self.cancels = {}          # campaign id -> {"refund": bool, "acked": bool}
         self.invites = {}          # e-mail -> {"id": None|str, "revoked": bool}  (portal)
         self.approvals = {}        # approval request id -> {"cancelled": bool}  (portal)
         self.counts = {}
@@ -428,7 +436,7 @@ class Driver:
 
     def ready_campaign(self, kind):
         with self.lock:
-            cands = [(cid, c) for cid, c in self.campaigns.items() if c[kind]]
+            cands = [(cid, c) for cid, c in self.campaigns.items() if c[kind] and cid not in self.cancels]
         return self.rng.choice(cands) if cands else (None, None)
 
     def op_buy(self, kind):
@@ -444,7 +452,7 @@ class Driver:
         d = v["data"]
         with self.lock:
             self.payments[d["reference"]] = {"quantity": q, "kind": kind, "provider": d.get("provider"),
-                                             "settled": None}
+                                             "settled": None, "campaign": cid, "codes": []}
             for t in d.get("tickets") or []:
                 self.tickets[t["ticketCode"]] = {"checked_in": False}
         self.count(f"purchase_{kind}")
@@ -490,6 +498,7 @@ class Driver:
                 self.payments[ref]["seen"] = True
                 for t in v["data"].get("tickets") or []:
                     self.tickets.setdefault(t["ticketCode"], {"checked_in": False})
+                    self.payments[ref]["codes"].append(t["ticketCode"])
 
     def op_checkin(self):
         with self.lock:
@@ -498,9 +507,14 @@ class Driver:
             return
         code = self.rng.choice(cands)
         status, v = self.signed("POST", V1 + "/tickets/verify", {"ticketCode": code, "autoVerify": True})
-        if status == 200:
+        # 200 answers every outcome; only these two mean the ticket is in (a refunded ticket
+        # answers `void`, a cancelled campaign's `campaign_archived`).
+        result = (v or {}).get("data", {}).get("result") if status == 200 else None
+        if result in ("checked_in", "already_checked_in"):
             self.tickets[code]["checked_in"] = True
             self.count("checked_in")
+        else:
+            self.count(f"check_in_{result or status}")
 
     def op_withdraw(self, key=None):
         if key is None:
@@ -538,12 +552,93 @@ class Driver:
             w["settled"] = True
             self.count("transfer_succeed")
 
+    def op_refund(self, key=None):
+        """A refund of a confirmed purchase: the whole of it, or one of its tickets by code.
+        Without an answer it stays unanswered, and op_refund_retry sends it again with its key."""
+        if key is None:
+            with self.lock:
+                cands = [(r, p) for r, p in self.payments.items() if p.get("seen") and p["kind"] == "paid_type"]
+            if not cands:
+                return
+            ref, p = self.rng.choice(cands)
+            body = {"reason": "chaos"}
+            if p["codes"] and self.rng.random() < 0.6:
+                body["ticketCodes"] = [self.rng.choice(p["codes"])]
+            key = uuid.uuid4().hex
+            with self.lock:
+                self.refunds[key] = {"id": None, "reference": ref, "body": body, "answered": False, "settled": False}
+        r = self.refunds[key]
+        status, v = self.signed("POST", f"{V1}/payments/{r['reference']}/refunds", r["body"],
+                                {"x-idempotency-key": key})
+        r["answered"] = True
+        if status == 201:
+            rid = v["data"]["id"]
+            if r["id"] and r["id"] != rid:
+                self.fail(f"idempotency key {key} answered two refunds {r['id']} and {rid}")
+            r["id"] = rid
+            self.count("refund_created")
+        elif status == 409:
+            # not_refundable, refund_exceeds_payment, ticket_not_refundable (checked in, or
+            # already refunded), insufficient_balance: all expected under this mix.
+            self.count(f"refund_409_{(v or {}).get('code')}")
+        else:
+            self.count(f"refund_{status}")
+
+    def op_refund_retry(self):
+        with self.lock:
+            cands = [k for k, r in self.refunds.items() if not r["answered"]]
+        if cands:
+            self.op_refund(self.rng.choice(cands))
+
+    def op_settle_refund(self):
+        with self.lock:
+            cands = [r for r in self.refunds.values() if r["id"] and not r["settled"]]
+        if not cands:
+            return
+        r = self.rng.choice(cands)
+        outcome = "fail" if self.rng.random() < 0.2 else "succeed"
+        # 404 until the refund worker has filed it at the provider.
+        status, _ = http("POST", f"{self.sandbox}/sandbox/refunds/{r['id']}/{outcome}", {})
+        if status == 200:
+            r["settled"] = True
+            self.count(f"refund_{outcome}")
+        else:
+            self.count(f"refund_settle_{status}")
+
+    def op_cancel(self, cid=None):
+        """Cancels a campaign, with refunds two times in three; a cancel without an answer is sent
+        again as it was (D17.38: cancelling again answers the same)."""
+        if cid is None:
+            with self.lock:
+                cands = [c for c in self.campaigns if c not in self.cancels]
+                if len(cands) < 3:
+                    return  # keep campaigns to buy from
+                cid = self.rng.choice(cands)
+                paid = [r for r, p in self.payments.items() if p.get("campaign") == cid and p.get("seen")]
+                self.cancels[cid] = {"refund": self.rng.random() < 0.67, "acked": False, "paid_before": paid}
+        c = self.cancels[cid]
+        status, v = self.signed("POST", f"{V1}/campaigns/{cid}/cancel", {"reason": "chaos", "refund": c["refund"]})
+        if status == 202:
+            c["acked"] = True
+            if (v or {}).get("data", {}).get("status") != "archived":
+                self.fail(f"cancel of {cid} answered {v}")
+            self.count("campaign_cancelled")
+        else:
+            self.count(f"cancel_{status}")
+
+    def op_cancel_retry(self):
+        with self.lock:
+            cands = [cid for cid, c in self.cancels.items() if not c["acked"]]
+        if cands:
+            self.op_cancel(self.rng.choice(cands))
+
     def operations(self):
         ops = [
             (6, self.op_campaign), (6, self.op_patch), (25, lambda: self.op_buy("paid_type")),
             (10, lambda: self.op_buy("free_type")), (20, self.op_settle), (5, self.op_replay_webhook),
             (6, self.op_paid_tickets), (12, self.op_checkin), (4, self.op_withdraw), (3, self.op_withdraw_retry),
-            (4, self.op_settle_transfer),
+            (4, self.op_settle_transfer), (5, self.op_refund), (2, self.op_refund_retry), (5, self.op_settle_refund),
+            (1, self.op_cancel), (1, self.op_cancel_retry),
         ]
         ops += [(5, lambda op=op: op(self)) for op in PORTAL_OPS]
         return ops
@@ -659,6 +754,23 @@ class Driver:
         checks += 1
         if len(server_withdrawals) > len(self.withdrawals):
             self.fail(f"{len(server_withdrawals)} withdrawals for {len(self.withdrawals)} idempotency keys")
+        for key, r in self.refunds.items():
+            if r["id"]:
+                checks += 1
+                status, v = self.until_answered("GET", f"{V1}/refunds/{r['id']}")
+                if status != 200:
+                    self.fail(f"acknowledged refund {r['id']} is gone: {status}")
+                elif v["data"]["reference"] != r["reference"]:
+                    self.fail(f"refund {r['id']} names {v['data']['reference']}, not {r['reference']}")
+        # Acknowledged cancellations hold (retries included, so until answered).
+        for cid, c in self.cancels.items():
+            if not c["acked"]:
+                self.op_cancel_until_answered(cid)
+        for cid, c in self.cancels.items():
+            checks += 1
+            status, v = self.until_answered("GET", f"{V1}/campaigns/{cid}")
+            if status != 200 or v["data"]["status"] != "archived":
+                self.fail(f"cancelled campaign {cid} is not archived: {status} {v}")
         for code, t in self.tickets.items():
             if t["checked_in"]:
                 checks += 1
@@ -677,12 +789,19 @@ class Driver:
                     http("POST", f"{self.sandbox}/sandbox/transfers/{wid}/succeed", {})
             server_payments = {p["reference"]: p for p in self.all_pages(V1 + "/payments")}
             server_withdrawals = {w["id"]: w for w in self.all_pages(V1 + "/withdrawals")}
+            server_refunds = self.server_refunds(server_payments)
+            for rid, r in server_refunds.items():
+                if r["status"] == "pending":
+                    # 404 while the worker has yet to file it; the next round settles it.
+                    http("POST", f"{self.sandbox}/sandbox/refunds/{rid}/succeed", {})
             open_p = [r for r, p in server_payments.items() if p["status"] == "pending"]
             open_w = [i for i, w in server_withdrawals.items() if w["status"] in ("pending", "processing")]
-            if not open_p and not open_w:
+            open_r = [i for i, r in server_refunds.items() if r["status"] == "pending"]
+            if not open_p and not open_w and not open_r:
                 break
             if time.time() > deadline:
-                self.fail(f"not final after {self.args.settle_seconds}s: payments {open_p[:5]}, withdrawals {open_w[:5]}")
+                self.fail(f"not final after {self.args.settle_seconds}s: payments {open_p[:5]}, "
+                          f"withdrawals {open_w[:5]}, refunds {open_r[:5]}")
                 break
             time.sleep(1)
         tickets_total = 0
@@ -705,6 +824,7 @@ class Driver:
             w = server_withdrawals.get(wid)
             if not w or w["status"] not in ("completed", "failed"):
                 self.fail(f"withdrawal {wid} not final: {w}")
+        checks += self.check_refunds(server_payments)
         checks += self.check_portal()
         if self.instances:
             checks += self.check_no_instance_ready()
@@ -715,6 +835,98 @@ class Driver:
         if out.returncode != 0 or not report or report.get("ok") is not True:
             self.fail(f"ledger check: exit {out.returncode}: {out.stdout} {out.stderr}")
         return checks, tickets_total, len(server_payments), len(server_withdrawals)
+
+    def op_cancel_until_answered(self, cid):
+        c = self.cancels[cid]
+        status, v = self.until_answered("POST", f"{V1}/campaigns/{cid}/cancel", {"reason": "chaos", "refund": c["refund"]})
+        if status != 202:
+            self.fail(f"cancel of {cid} retried after the run: {status} {v}")
+        c["acked"] = True
+
+    def server_refunds(self, server_payments):
+        """Every refund Tessera holds, by id (read per payment: GET /payments/:reference/refunds)."""
+        out = {}
+        for ref, p in server_payments.items():
+            if p["status"] != "success":
+                continue
+            for r in self.all_pages(f"{V1}/payments/{ref}/refunds"):
+                out[r["id"]] = r
+        self.last_refunds = out
+        return out
+
+    def check_refunds(self, server_payments):
+        """Issue 26's acceptance: the sandbox's refunds match Tessera's one for one, nothing over
+        what was paid, no ticket both admitted and refunded, cancellations filed their refunds."""
+        checks = 0
+        mine = self.server_refunds(server_payments)
+        acked_keys = sum(1 for r in self.refunds.values() if r["id"])
+        status, v = http("GET", f"{self.sandbox}/sandbox/refunds")
+        theirs = v if isinstance(v, list) else (v or {}).get("data") or []
+        theirs = {r["id"]: r for r in theirs}
+        checks += 1
+        if len(theirs) != len(mine):
+            self.fail(f"{len(theirs)} refunds at the sandbox for {len(mine)} in Tessera")
+        ok_states = {"succeeded": ("success", "succeeded", "processed"), "failed": ("failed",)}
+        for rid, r in mine.items():
+            checks += 1
+            s = theirs.get(rid)
+            if not s:
+                self.fail(f"refund {rid} ({r['status']}) is not at the sandbox")
+                continue
+            if s.get("amount") != round(float(r["amount"]) * 100):
+                self.fail(f"refund {rid}: {r['amount']} GHS in Tessera, {s.get('amount')} pesewas at the sandbox")
+            if s.get("transaction") != r["reference"]:
+                self.fail(f"refund {rid}: charge {r['reference']} in Tessera, {s.get('transaction')} at the sandbox")
+            if s.get("status") not in ok_states.get(r["status"], ()):
+                self.fail(f"refund {rid}: {r['status']} in Tessera, {s.get('status')} at the sandbox")
+        for rid in theirs:
+            if rid not in mine:
+                self.fail(f"sandbox refund {rid} is unknown to Tessera")
+        # One refund per idempotency key: at most as many as keys plus what cancellations filed.
+        by_ref = {}
+        for r in mine.values():
+            by_ref.setdefault(r["reference"], []).append(r)
+        cancelled = {cid for cid, c in self.cancels.items() if c["refund"]}
+        # Purchases seen paid before their campaign's cancel was sent (one confirmed after it is
+        # a late payment to an archived campaign, which D17.37 leaves to the refund routes).
+        cancel_paid = [ref for cid in cancelled for ref in self.cancels[cid]["paid_before"]]
+        checks += 1
+        if len(mine) > len(self.refunds) + len(cancel_paid):
+            self.fail(f"{len(mine)} refunds for {len(self.refunds)} keys and {len(cancel_paid)} cancelled purchases")
+        for ref, rs in by_ref.items():
+            checks += 1
+            status, v = self.until_answered("GET", f"{V1}/payments/{ref}")
+            d = v["data"]
+            held = sum(float(r["amount"]) for r in rs if r["status"] in ("pending", "succeeded"))
+            done = sum(float(r["amount"]) for r in rs if r["status"] == "succeeded")
+            if held > float(d["amount"]) + 1e-9:
+                self.fail(f"payment {ref}: {held} GHS refunded of {d['amount']} paid")
+            if abs(float(d.get("refunded", -1)) - done) > 1e-9:
+                self.fail(f"payment {ref}: refunded {d.get('refunded')}, succeeded refunds sum {done}")
+            voided = {c for r in rs if r["status"] == "succeeded" for c in (r.get("ticketCodes") or [])}
+            for t in d.get("tickets") or []:
+                if t["ticketCode"] in voided and t["status"] != "void":
+                    self.fail(f"ticket {t['ticketCode']} refunded but {t['status']}")
+                if t["ticketCode"] in voided and self.tickets.get(t["ticketCode"], {}).get("checked_in"):
+                    self.fail(f"ticket {t['ticketCode']} both checked in and refunded")
+        # Every paid purchase of a campaign cancelled with refunds has a refund filed.
+        for ref in cancel_paid:
+            checks += 1
+            if not by_ref.get(ref):
+                self.fail(f"payment {ref} of a campaign cancelled with refunds has no refund")
+        for cid in cancelled:
+            checks += 1
+            status, v = self.until_answered("GET", f"{V1}/campaigns/{cid}")
+            counts = (v or {}).get("data", {}).get("refunds") or {}
+            n = sum(len(rs) for ref, rs in by_ref.items() if self.payments.get(ref, {}).get("campaign") == cid)
+            req = counts.get("requested", -1)
+            if not 0 <= req <= n or counts.get("succeeded", 0) + counts.get("failed", 0) > req:
+                self.fail(f"campaign {cid}: refunds {counts} but {n} refunds of its purchases")
+        self.refund_summary = {"tessera": len(mine), "sandbox": len(theirs), "acknowledged": acked_keys,
+                               "succeeded": sum(1 for r in mine.values() if r["status"] == "succeeded"),
+                               "failed": sum(1 for r in mine.values() if r["status"] == "failed"),
+                               "cancellations": len(self.cancels)}
+        return checks
 
     def haproxy_command(self, line):
         with socket.socket(socket.AF_UNIX) as s:
@@ -817,6 +1029,7 @@ def main():
                              "portal_invitations": sum(1 for i in d.invites.values() if i["id"]),
                              "portal_approval_requests": len(d.approvals)},
             "server_payments": payments, "server_withdrawals": withdrawals, "tickets_issued": tickets,
+            "refunds": getattr(d, "refund_summary", {}),
             "invariants_checked": checks, "violations": d.violations,
         }
         if d.instances:

@@ -15,14 +15,14 @@ use tessera_server::sandbox::{Sandbox, SandboxOptions};
 
 use crate::helpers::Backend;
 
-struct Server {
-    dir: std::path::PathBuf,
-    db: Option<String>,
+pub(crate) struct Server {
+    pub(crate) dir: std::path::PathBuf,
+    pub(crate) db: Option<String>,
     provider_url: String,
 }
 
 impl Server {
-    fn cmd(&self) -> Command {
+    pub(crate) fn cmd(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
         cmd.arg("--data-dir").arg(&self.dir).env_remove("DATABASE_URL").env_remove("TESSERA_MASTER_KEY");
         if let Some(url) = &self.db {
@@ -31,14 +31,14 @@ impl Server {
         cmd
     }
 
-    fn admin(&self, args: &[&str]) -> Value {
+    pub(crate) fn admin(&self, args: &[&str]) -> Value {
         let out = self.cmd().arg("admin").args(args).arg("--json").output().expect("run tessera");
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice(&out.stdout).expect("json")
     }
 
     /// `tessera admin ledger check --json` exits 0 and reports ok.
-    fn assert_ledger_clean(&self) {
+    pub(crate) fn assert_ledger_clean(&self) {
         let audit = self.cmd().args(["admin", "ledger", "check", "--json"]).output().expect("ledger check");
         let report: Value = serde_json::from_slice(&audit.stdout).unwrap_or(Value::Null);
         assert!(audit.status.success(), "{report}");
@@ -46,12 +46,12 @@ impl Server {
     }
 
     /// Starts `tessera serve` on `addr`, with or without its workers, and waits until it listens.
-    fn start(&self, addr: &str, workers: bool) -> Child {
+    pub(crate) fn start(&self, addr: &str, workers: bool) -> Child {
         self.start_with(addr, workers, &[])
     }
 
     /// `start` with extra environment.
-    fn start_with(&self, addr: &str, workers: bool, env: &[(&str, &str)]) -> Child {
+    pub(crate) fn start_with(&self, addr: &str, workers: bool, env: &[(&str, &str)]) -> Child {
         let mut child = self
             .cmd()
             .args(["serve", "--listen", addr])
@@ -84,19 +84,19 @@ impl Server {
 
 /// What each SIGKILL test starts from: a server on its own data (and PostgreSQL schema), the
 /// sandbox it pays through and that calls it back, and an account with one private key.
-struct Rig {
+pub(crate) struct Rig {
     _dir: tempfile::TempDir,
-    sandbox: tessera_server::sandbox::SandboxHandle,
-    server: Server,
+    pub(crate) sandbox: tessera_server::sandbox::SandboxHandle,
+    pub(crate) server: Server,
     /// A config whose claims of a killed worker are redone after 1 s instead of 30.
     fast_lease: String,
-    addr: String,
-    base: String,
-    client: Client,
+    pub(crate) addr: String,
+    pub(crate) base: String,
+    pub(crate) client: Client,
 }
 
 impl Rig {
-    async fn start(b: &Backend, slug: &str, name: &str, scopes: &str, capability: Option<&str>) -> Rig {
+    pub(crate) async fn start(b: &Backend, slug: &str, name: &str, scopes: &str, capability: Option<&str>) -> Rig {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = match b {
             Backend::Sqlite => None,
@@ -129,14 +129,19 @@ impl Rig {
 
     /// The environment of a server whose killed claims come back after 1 s and whose pending
     /// charges are first verified after 50 ms.
-    fn fast_claims(&self) -> [(&str, &str); 2] {
+    pub(crate) fn fast_claims(&self) -> [(&str, &str); 2] {
         [("TESSERA_CONFIG", self.fast_lease.as_str()), ("TESSERA_PAYMENT_VERIFY_INTERVAL_SECONDS", "0.05")]
     }
 }
 
 /// Settles a charge or a transfer as paid at the sandbox's control API (`body`: its options,
 /// such as `{"deliver": false}`).
-async fn succeed(sandbox: &tessera_server::sandbox::SandboxHandle, what: &str, reference: &str, body: Value) {
+pub(crate) async fn succeed(
+    sandbox: &tessera_server::sandbox::SandboxHandle,
+    what: &str,
+    reference: &str,
+    body: Value,
+) {
     let r = reqwest::Client::new()
         .post(format!("{}/sandbox/{what}/{reference}/succeed", sandbox.base_url()))
         .json(&body)
@@ -151,7 +156,7 @@ fn free_addr() -> String {
     format!("127.0.0.1:{port}")
 }
 
-async fn call(client: &Client, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+pub(crate) async fn call(client: &Client, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
     let bytes = body.map(|b| serde_json::to_vec(&b).expect("json")).unwrap_or_default();
     let r = client.send_raw(method, path, bytes, None).await.expect("send");
     (r.status, r.json())
@@ -159,7 +164,7 @@ async fn call(client: &Client, method: Method, path: &str, body: Option<Value>) 
 
 /// A running ticketing campaign with a 30 GHS ticket type, and a pending purchase of three
 /// seats: returns its reference.
-async fn buy_three_seats(client: &Client, title: &str, email: &str) -> String {
+pub(crate) async fn buy_three_seats(client: &Client, title: &str, email: &str) -> String {
     let now = time::OffsetDateTime::now_utc();
     let fmt = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).expect("rfc3339");
     let (s, c) = call(

@@ -23,6 +23,7 @@ mod payments;
 mod portal;
 mod portal_console;
 mod providers;
+mod refunds;
 mod refunds_core;
 mod sandbox_inbox;
 mod settings;
