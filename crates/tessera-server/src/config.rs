@@ -133,6 +133,13 @@ pub struct WorkersConfig {
     pub enabled: bool,
 }
 
+impl WorkersConfig {
+    /// The lease of a claim, milliseconds (at least a second).
+    pub fn lease_ms(&self) -> i64 {
+        i64::try_from(self.lease_seconds.saturating_mul(1000)).unwrap_or(30_000).max(1_000)
+    }
+}
+
 /// `[notifications]` (D11.4).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -76,7 +76,7 @@ pub async fn deliver_next(state: &AppState) -> anyhow::Result<bool> {
 /// slow endpoint's claim would run out mid-request and a second worker send the next event
 /// (or the same one) beside it.
 fn lease_ms(state: &AppState) -> i64 {
-    let lease = i64::try_from(state.config.workers.lease_seconds.saturating_mul(1000)).unwrap_or(30_000).max(1_000);
+    let lease = state.config.workers.lease_ms();
     let timeout = i64::try_from(state.config.webhooks.timeout_ms).unwrap_or(i64::MAX / 2);
     lease.max(timeout.saturating_add(1_000))
 }

@@ -28,12 +28,16 @@ use crate::store::jobs::Job;
 /// The outcome of one `try_execute_one`: whether a job was found.
 pub type Step = Pin<Box<dyn Future<Output = anyhow::Result<bool>> + Send>>;
 
-/// A worker loop: its name and one step.
-type Worker = (&'static str, fn(AppState) -> Step);
+/// A worker loop: its name, one step, and the longest it sleeps when idle (ms; `workers.poll_ms`
+/// when shorter).
+type Worker = (&'static str, fn(AppState) -> Step, u64);
+
+/// Queues no one waits on closely: they sleep `workers.poll_ms` when idle.
+const POLL: u64 = u64::MAX;
 
 /// The lease of a claim, milliseconds.
 pub(crate) fn lease_ms(state: &AppState) -> i64 {
-    i64::try_from(state.config.workers.lease_seconds.saturating_mul(1000)).unwrap_or(30_000).max(1_000)
+    state.config.workers.lease_ms()
 }
 
 /// Ends a claimed job, or hands it back to run again, as the flow's step said.
@@ -52,31 +56,33 @@ async fn follow(state: &AppState, job: &Job, next: Next) -> anyhow::Result<()> {
 /// the rest of the queue.
 pub fn spawn(state: &AppState, cancel: &CancellationToken) -> Vec<JoinHandle<()>> {
     let workers: [Worker; 8] = [
-        ("webhooks", |s| Box::pin(async move { webhooks::try_execute_one(&s).await })),
-        ("charges", |s| Box::pin(async move { charges::try_execute_one(&s).await })),
-        ("payouts", |s| Box::pin(async move { payouts::try_execute_one(&s).await })),
-        ("notifications", |s| Box::pin(async move { notifications::try_execute_one(&s).await })),
-        ("momo", |s| Box::pin(async move { momo::try_execute_one(&s).await })),
-        ("deliveries", |s| Box::pin(async move { deliveries::try_execute_one(&s).await })),
-        ("refunds", |s| Box::pin(async move { refunds::try_execute_one(&s).await })),
-        ("cancellations", |s| Box::pin(async move { refunds::try_file_one(&s).await })),
+        ("webhooks", |s| Box::pin(async move { webhooks::try_execute_one(&s).await }), POLL),
+        ("charges", |s| Box::pin(async move { charges::try_execute_one(&s).await }), POLL),
+        ("payouts", |s| Box::pin(async move { payouts::try_execute_one(&s).await }), POLL),
+        ("notifications", |s| Box::pin(async move { notifications::try_execute_one(&s).await }), POLL),
+        ("momo", |s| Box::pin(async move { momo::try_execute_one(&s).await }), POLL),
+        // An organization's backend waits on these: deliveries look for work at least every 100 ms.
+        ("deliveries", |s| Box::pin(async move { deliveries::try_execute_one(&s).await }), deliveries::IDLE_MS_MAX),
+        ("refunds", |s| Box::pin(async move { refunds::try_execute_one(&s).await }), POLL),
+        ("cancellations", |s| Box::pin(async move { refunds::try_file_one(&s).await }), POLL),
     ];
     let mut handles = Vec::new();
-    for (name, step) in workers {
+    for (name, step, idle_max_ms) in workers {
         for _ in 0..2 {
-            handles.push(tokio::spawn(run(state.clone(), cancel.clone(), name, step)));
+            handles.push(tokio::spawn(run(state.clone(), cancel.clone(), name, step, idle_max_ms)));
         }
     }
     handles
 }
 
-async fn run(state: AppState, cancel: CancellationToken, name: &'static str, step: fn(AppState) -> Step) {
-    let mut idle = Duration::from_millis(state.config.workers.poll_ms.max(1));
-    if name == "deliveries" {
-        // An organization's backend waits on these: look at least every 100 ms (one indexed
-        // read of the endpoints with pending deliveries), whatever the other queues' pace.
-        idle = idle.min(Duration::from_millis(deliveries::IDLE_MS_MAX));
-    }
+async fn run(
+    state: AppState,
+    cancel: CancellationToken,
+    name: &'static str,
+    step: fn(AppState) -> Step,
+    idle_max_ms: u64,
+) {
+    let idle = Duration::from_millis(state.config.workers.poll_ms.min(idle_max_ms).max(1));
     while !cancel.is_cancelled() {
         let found = match step(state.clone()).await {
             Ok(found) => found,
