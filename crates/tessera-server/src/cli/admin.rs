@@ -341,3 +341,41 @@ pub async fn session_create(store: &Store, keyring: &Keyring, email: &str) -> Ad
         Err(e) => Err(AdminError { code: "internal", message: e.to_string() }),
     }
 }
+
+fn member_json(slug: &str, m: &crate::store::console::OrgMember) -> Value {
+    json!({"account": slug, "id": m.id, "email": m.email, "role": m.role, "createdAt": rfc3339(m.created_at)})
+}
+
+/// `admin member add --account SLUG --email E --role owner|manager|finance|gate` (D17.28).
+pub async fn member_add(store: &Store, slug: &str, email: &str, role: &str) -> AdminResult {
+    use crate::domain::console::{member_email, Role};
+    let acct = account(store, slug).await?;
+    let email = member_email("email", email)?;
+    let role = Role::parse("role", role)?;
+    let actor = crate::store::console::TeamActor::default();
+    let m =
+        crate::flows::console::add_member(store, &acct.id, &email, role, &actor, crate::domain::time::now_ms()).await?;
+    Ok(member_json(&acct.slug, &m))
+}
+
+/// `admin member list --account SLUG` (D17.43).
+pub async fn member_list(store: &Store, slug: &str) -> AdminResult {
+    let acct = account(store, slug).await?;
+    let members: Vec<Value> = store.org_members(&acct.id).await?.iter().map(|m| member_json(&acct.slug, m)).collect();
+    Ok(json!({"account": acct.slug, "members": members}))
+}
+
+/// `admin member remove --account SLUG --email E` (D17.43): ends that member's sessions.
+pub async fn member_remove(store: &Store, slug: &str, email: &str) -> AdminResult {
+    let acct = account(store, slug).await?;
+    let m = match store.org_member_by_email(&acct.id, email.trim()).await {
+        Ok(m) => m,
+        Err(StoreError::NotFound(what)) => return Err(not_found(what, email)),
+        Err(e) => return Err(e.into()),
+    };
+    let actor = crate::store::console::TeamActor::default();
+    let gone = crate::flows::console::remove_member(store, &acct.id, &m.id, &actor).await?;
+    let mut out = member_json(&acct.slug, &gone);
+    out["removed"] = json!(true);
+    Ok(out)
+}

@@ -142,6 +142,43 @@ pub enum AdminCommand {
         #[command(subcommand)]
         command: SessionCommand,
     },
+    /// Organization members who sign in to the console (D17.28, D17.43).
+    Member {
+        #[command(subcommand)]
+        command: MemberCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum MemberCommand {
+    /// Adds a member of an account with one role; they sign in at /console with a mailed passcode.
+    Add {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        email: String,
+        /// owner, manager, finance or gate.
+        #[arg(long)]
+        role: String,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Lists an account's members, oldest first.
+    List {
+        #[arg(long)]
+        account: String,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
+    /// Removes a member and ends their console sessions (the last owner stays).
+    Remove {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        email: String,
+        #[command(flatten)]
+        out: JsonFlag,
+    },
 }
 
 #[derive(Subcommand)]

@@ -16,7 +16,7 @@ use serde_json::Value;
 pub use args::Cli;
 use args::{
     AccountCommand, AdminCommand, ApprovalCommand, AuditCommand, Command, DomainCommand, KeyCommand, LedgerCommand,
-    ResellerCommand, SessionCommand, SetStatusArgs,
+    MemberCommand, ResellerCommand, SessionCommand, SetStatusArgs,
 };
 
 use crate::app::open_store;
@@ -157,6 +157,15 @@ async fn run_admin(cfg: &Config, command: AdminCommand) -> ExitCode {
         }
         AdminCommand::Session { command: SessionCommand::Create { email, out } } => {
             (admin::session_create(&store, &keyring, &email).await, out.json)
+        }
+        AdminCommand::Member { command: MemberCommand::Add { account, email, role, out } } => {
+            (admin::member_add(&store, &account, &email, &role).await, out.json)
+        }
+        AdminCommand::Member { command: MemberCommand::List { account, out } } => {
+            (admin::member_list(&store, &account).await, out.json)
+        }
+        AdminCommand::Member { command: MemberCommand::Remove { account, email, out } } => {
+            (admin::member_remove(&store, &account, &email).await, out.json)
         }
     };
     // A report that says `ok: false` (the money audit) prints like any other and exits 1.

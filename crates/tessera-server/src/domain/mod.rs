@@ -40,6 +40,7 @@ macro_rules! str_enum {
 pub mod accounts;
 pub mod campaigns;
 pub mod check;
+pub mod console;
 pub mod ledger;
 pub mod money;
 pub mod notifications;

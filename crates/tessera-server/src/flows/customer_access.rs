@@ -135,18 +135,18 @@ pub fn send_allowed(recent: &RecentSends, now: i64) -> Result<(), Throttled> {
 }
 
 /// Who a passcode is for and what it confirms.
-struct Passcode<'a> {
-    account_id: Option<&'a str>,
-    campaign_id: Option<&'a str>,
-    channel: Channel,
-    recipient: &'a str,
-    purpose: &'a str,
-    event: &'static str,
+pub(super) struct Passcode<'a> {
+    pub(super) account_id: Option<&'a str>,
+    pub(super) campaign_id: Option<&'a str>,
+    pub(super) channel: Channel,
+    pub(super) recipient: &'a str,
+    pub(super) purpose: &'a str,
+    pub(super) event: &'static str,
 }
 
 impl Passcode<'_> {
     /// 429 when the recipient had a code too recently or too often (D8.2).
-    async fn throttle(&self, store: &Store, now: i64) -> AccessResult<()> {
+    pub(super) async fn throttle(&self, store: &Store, now: i64) -> AccessResult<()> {
         let recent =
             store.recent_challenges(self.account_id, self.campaign_id, self.purpose, self.recipient, now).await?;
         send_allowed(&recent, now).map_err(AccessError::Throttled)
@@ -154,7 +154,13 @@ impl Passcode<'_> {
 
     /// Writes the challenge and, when `mail` is given, queues the passcode with `mail`'s fields
     /// (plus `code` and `minutes`) in the same transaction.
-    async fn issue(&self, store: &Store, keyring: &Keyring, mail: Option<Value>, now: i64) -> AccessResult<Issued> {
+    pub(super) async fn issue(
+        &self,
+        store: &Store,
+        keyring: &Keyring,
+        mail: Option<Value>,
+        now: i64,
+    ) -> AccessResult<Issued> {
         let id = new_token("otp_");
         let code = new_code();
         let hash = code_hash(keyring, &id, &code);
@@ -189,7 +195,7 @@ impl Passcode<'_> {
 /// One try at a challenge, in the caller's transaction (which also writes what a right code
 /// opens). A right code consumes the challenge; a wrong one counts. Only `Accepted` and `Wrong`
 /// wrote.
-async fn try_code(tx: &mut StoreTx, c: &Challenge, matches: bool, now: i64) -> AccessResult<Verified> {
+pub(super) async fn try_code(tx: &mut StoreTx, c: &Challenge, matches: bool, now: i64) -> AccessResult<Verified> {
     if c.consumed_at.is_some() {
         return Ok(Verified::Used);
     }
@@ -211,7 +217,7 @@ async fn try_code(tx: &mut StoreTx, c: &Challenge, matches: bool, now: i64) -> A
     Ok(if consumed { Verified::Accepted } else { Verified::Used })
 }
 
-async fn commit(tx: StoreTx) -> AccessResult<()> {
+pub(super) async fn commit(tx: StoreTx) -> AccessResult<()> {
     tx.commit().await?;
     Ok(())
 }
@@ -383,8 +389,6 @@ pub async fn sign_in(
         return Err(AccessError::NotFound("challenge"));
     }
     let matches = code_matches(keyring, &c.id, &attempt.code, &c.code_hash);
-    let token = new_token("tps_");
-    let expires_at = now + PORTAL_SESSION_MS;
     let mut tx = store.begin().await?;
     let verdict = try_code(&mut tx, &c, matches, now).await?;
     if verdict != Verified::Accepted {
@@ -392,33 +396,41 @@ pub async fn sign_in(
         commit(tx).await?;
         return Err(AccessError::Refused(verdict));
     }
-    let user_id = portal_store::user_for_email(&mut tx, &c.recipient, now).await?;
-    let Some(mut member) = portal_store::sign_in_member(&mut tx, Some(&user_id), &c.recipient).await? else {
+    let opened = open_member_session(&mut tx, keyring, &c.recipient, request_id, now).await?;
+    commit(tx).await?;
+    Ok(opened)
+}
+
+/// In the transaction of an accepted sign-in challenge: finds or creates the user of the
+/// e-mail, makes an invitation of it the user's active member, and opens a portal session
+/// (12 h), audited. Shared by the portal's sign-in and the console's (D17.28).
+pub(super) async fn open_member_session(
+    tx: &mut StoreTx,
+    keyring: &Keyring,
+    recipient: &str,
+    request_id: Option<String>,
+    now: i64,
+) -> AccessResult<Opened> {
+    let token = new_token("tps_");
+    let expires_at = now + PORTAL_SESSION_MS;
+    let user_id = portal_store::user_for_email(tx, recipient, now).await?;
+    let Some(mut member) = portal_store::sign_in_member(tx, Some(&user_id), recipient).await? else {
         return Err(AccessError::NoMember);
     };
     let actor = Actor { user_id: Some(user_id.clone()), member_id: Some(member.id.clone()), request_id };
     if member.user_id.is_none() {
         // An invitation of the e-mail: signing in makes it the user's active member (D15.2).
-        if !portal_store::join_invitation(&mut tx, &member.id, &user_id, now).await? {
+        if !portal_store::join_invitation(tx, &member.id, &user_id, now).await? {
             return Err(AccessError::NoMember);
         }
         member.user_id = Some(user_id.clone());
         member.status = crate::domain::portal::MemberStatus::Active;
         let summary = json!({"after": {"status": member.status}});
-        portal_store::audit(
-            &mut tx,
-            &member.account_id,
-            &actor,
-            "member.joined",
-            "reseller_member",
-            &member.id,
-            summary,
-        )
-        .await?;
+        portal_store::audit(tx, &member.account_id, &actor, "member.joined", "reseller_member", &member.id, summary)
+            .await?;
     }
-    open_portal_session(&mut tx, &keyring.hash_secret(&token), &user_id, &member, &actor, expires_at, now, json!({}))
+    open_portal_session(tx, &keyring.hash_secret(&token), &user_id, &member, &actor, expires_at, now, json!({}))
         .await?;
-    commit(tx).await?;
     Ok(Opened { token, expires_at })
 }
 

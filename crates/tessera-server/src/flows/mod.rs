@@ -24,6 +24,7 @@
 pub mod approvals;
 pub mod callbacks;
 pub mod checkout;
+pub mod console;
 pub mod customer_access;
 pub mod events;
 pub mod fulfilment;

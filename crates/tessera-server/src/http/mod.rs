@@ -1,5 +1,6 @@
 //! THE route table: every path once, grouped by auth scheme, each documented in OpenAPI by
 //! construction (utoipa-axum's `routes!` registers the handler and its `#[utoipa::path]`).
+pub mod console;
 pub mod envelope;
 pub mod error;
 pub mod extract;
@@ -236,6 +237,7 @@ pub fn router(state: AppState) -> Router {
         .merge(ussd)
         .merge(portal)
         .merge(open)
+        .merge(console::router())
         .route("/api/white-label/v1/openapi.json", axum::routing::get(openapi_json));
     // D16.20: on the main listener unless turned off or moved to `metrics.listen`.
     let metrics = &state.config.metrics;

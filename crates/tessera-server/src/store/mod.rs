@@ -9,6 +9,7 @@ pub mod accounts;
 pub mod approvals;
 pub mod audit;
 pub mod campaigns;
+pub mod console;
 pub mod customers;
 pub mod domains;
 pub mod donations;
@@ -183,6 +184,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (10, "ussd", include_str!("../../migrations/0010_ussd.sql")),
     (11, "webhooks", include_str!("../../migrations/0011_webhooks.sql")),
     (12, "refunds", include_str!("../../migrations/0012_refunds.sql")),
+    (13, "console", include_str!("../../migrations/0013_console.sql")),
 ];
 
 impl Store {

@@ -7,6 +7,7 @@ mod auth;
 mod campaigns;
 mod cli;
 mod cluster;
+mod console;
 mod crash;
 mod foundation;
 mod hardening;

@@ -1,0 +1,10 @@
+//! `/console/ledger` (D17.30): to be built.
+use minijinja::context;
+
+use super::{render, Caller, PageResult};
+use crate::domain::console::Page;
+
+pub async fn list(caller: Caller) -> PageResult {
+    caller.open(Page::Ledger)?;
+    Ok(render(&caller, Page::Ledger, "ledger.html", context! {}))
+}

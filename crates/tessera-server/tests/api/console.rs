@@ -1,0 +1,369 @@
+//! Integration tests: the console (D17.28–32, D17.43) through the real server, as a browser
+//! without JavaScript uses it: pages fetched, their HTML parsed, forms posted with the hidden
+//! inputs the page carried (the CSRF token among them), cookies kept. Passcodes come from the
+//! sandbox's SMTP sink. Also the harness (`Browser`, `sign_in`) the other console test files
+//! use.
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use scraper::{Html, Selector};
+use tessera_server::cli::admin;
+
+use crate::helpers::Backend;
+use crate::my_tickets::spawn_mailing;
+use crate::payments::{drain, PayApp};
+
+/// One fetched page: status, headers, body and its parsed document.
+pub(crate) struct Page {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Page {
+    pub fn doc(&self) -> Html {
+        Html::parse_document(&self.body)
+    }
+
+    /// The texts of every element matching `css`, whitespace collapsed.
+    pub fn texts(&self, css: &str) -> Vec<String> {
+        let sel = Selector::parse(css).unwrap_or_else(|e| panic!("selector {css}: {e:?}"));
+        self.doc()
+            .select(&sel)
+            .map(|e| e.text().collect::<Vec<_>>().join(" ").split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
+    }
+
+    /// The text of the first element matching `css` ("" when none).
+    pub fn text(&self, css: &str) -> String {
+        self.texts(css).into_iter().next().unwrap_or_default()
+    }
+
+    /// An attribute of every element matching `css`.
+    pub fn attrs(&self, css: &str, attr: &str) -> Vec<String> {
+        let sel = Selector::parse(css).unwrap_or_else(|e| panic!("selector {css}: {e:?}"));
+        self.doc().select(&sel).filter_map(|e| e.value().attr(attr).map(str::to_string)).collect()
+    }
+
+    pub fn has(&self, css: &str) -> bool {
+        !self.attrs(css, "").is_empty() || {
+            let sel = Selector::parse(css).unwrap_or_else(|e| panic!("selector {css}: {e:?}"));
+            self.doc().select(&sel).next().is_some()
+        }
+    }
+
+    /// Where a 303 points.
+    pub fn location(&self) -> Option<String> {
+        self.headers.get("location").and_then(|v| v.to_str().ok()).map(str::to_string)
+    }
+
+    /// The hidden inputs (and preset values) of the form whose `action` is `action`.
+    pub fn form_fields(&self, action: &str) -> BTreeMap<String, String> {
+        let doc = self.doc();
+        let form_sel = Selector::parse(&format!("form[action=\"{action}\"]")).expect("form selector");
+        let input_sel = Selector::parse("input[name]").expect("input selector");
+        let form =
+            doc.select(&form_sel).next().unwrap_or_else(|| panic!("no form posting to {action} in:\n{}", self.body));
+        form.select(&input_sel)
+            .filter(|i| i.value().attr("type") == Some("hidden"))
+            .map(|i| {
+                (
+                    i.value().attr("name").unwrap_or_default().to_string(),
+                    i.value().attr("value").unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// The error shown beside field `name` (`#e-<name>`), if any.
+    pub fn field_error(&self, name: &str) -> Option<String> {
+        let t = self.text(&format!("#e-{name}"));
+        (!t.is_empty()).then_some(t)
+    }
+}
+
+/// A browser without JavaScript: keeps cookies, follows nothing by itself.
+pub(crate) struct Browser {
+    http: reqwest::Client,
+    base: String,
+    cookies: Mutex<BTreeMap<String, String>>,
+}
+
+impl Browser {
+    pub fn new(p: &PayApp) -> Browser {
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+        Browser { http, base: p.url(""), cookies: Mutex::new(BTreeMap::new()) }
+    }
+
+    fn cookie_header(&self) -> String {
+        let jar = self.cookies.lock().expect("jar");
+        jar.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
+    }
+
+    fn keep_cookies(&self, headers: &reqwest::header::HeaderMap) {
+        let mut jar = self.cookies.lock().expect("jar");
+        for v in headers.get_all("set-cookie") {
+            let v = v.to_str().unwrap_or_default();
+            let first = v.split(';').next().unwrap_or_default();
+            if let Some((k, val)) = first.split_once('=') {
+                if val.is_empty() || v.contains("Max-Age=0") {
+                    jar.remove(k);
+                } else {
+                    jar.insert(k.to_string(), val.to_string());
+                }
+            }
+        }
+    }
+
+    /// The session cookie's value, if any.
+    pub fn session_cookie(&self) -> Option<String> {
+        self.cookies.lock().expect("jar").get("tessera_console").cloned()
+    }
+
+    pub fn set_cookie(&self, name: &str, value: &str) {
+        self.cookies.lock().expect("jar").insert(name.to_string(), value.to_string());
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Page {
+        let r = req.header("cookie", self.cookie_header()).send().await.expect("send");
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        self.keep_cookies(&headers);
+        let body = r.text().await.expect("body");
+        Page { status, headers, body }
+    }
+
+    pub async fn get(&self, path: &str) -> Page {
+        self.send(self.http.get(format!("{}{path}", self.base))).await
+    }
+
+    /// Posts exactly `fields` to `path`.
+    pub async fn post(&self, path: &str, fields: &[(&str, &str)]) -> Page {
+        let body: String = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish();
+        let req = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        self.send(req).await
+    }
+
+    /// Submits the form of `page` posting to `action`: its hidden inputs plus `fields`.
+    pub async fn submit(&self, page: &Page, action: &str, fields: &[(&str, &str)]) -> Page {
+        let mut all = page.form_fields(action);
+        for (k, v) in fields {
+            all.insert(k.to_string(), v.to_string());
+        }
+        let pairs: Vec<(&str, &str)> = all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        self.post(action, &pairs).await
+    }
+}
+
+/// The newest passcode mailed to `to` (addresses compared case-insensitively, D17.10).
+pub(crate) fn mailed_code(p: &PayApp, to: &str) -> Option<String> {
+    let to = to.to_lowercase();
+    p.sandbox.mail().into_iter().find(|m| m["to"].as_str().is_some_and(|t| t.to_lowercase().contains(&to))).and_then(
+        |m| {
+            let text = m["text"].as_str().unwrap_or_default().to_string();
+            let first = text.lines().next().unwrap_or_default().to_string();
+            first.rsplit_once(" is ").map(|(_, code)| code.trim_end_matches('.').to_string())
+        },
+    )
+}
+
+/// Adds a member of the test account with `role`; its e-mail.
+pub(crate) async fn member(p: &PayApp, role: &str) -> String {
+    let email = format!("{role}-{}@org.example.com", uuid::Uuid::now_v7().simple());
+    admin::member_add(&p.store, &p.account.slug, &email, role).await.expect("member add");
+    email
+}
+
+/// Signs `email` in through the pages: e-mail form, mailed passcode, passcode form. Returns
+/// the browser (its session cookie set) and where the sign-in sent it.
+pub(crate) async fn sign_in(p: &PayApp, email: &str) -> (Browser, String) {
+    let b = Browser::new(p);
+    let form = b.get("/console").await;
+    assert_eq!(form.status, 200, "{}", form.body);
+    let asked = b.submit(&form, "/console/sign-in", &[("email", email)]).await;
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    drain(p).await;
+    let code = mailed_code(p, email).expect("a passcode was mailed");
+    let done = b.submit(&asked, "/console/sign-in/verify", &[("passcode", &code)]).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    let to = done.location().expect("location");
+    assert!(b.session_cookie().is_some(), "a session cookie");
+    (b, to)
+}
+
+/// A mailing server (sandbox SMTP) and a member of its account with `role`, signed in.
+pub(crate) async fn signed_in(b: Backend, role: &str) -> (PayApp, Browser, String) {
+    let p = spawn_mailing(b).await;
+    let email = member(&p, role).await;
+    let (browser, _) = sign_in(&p, &email).await;
+    (p, browser, email)
+}
+
+on_both!(
+    a_member_signs_in_with_a_mailed_passcode_lands_by_role_and_signs_out,
+    sign_in_forms_send_bad_input_back_with_the_error_beside_the_field,
+    forms_without_the_csrf_token_or_from_another_site_are_refused,
+    a_gate_member_sees_only_the_gate_page_and_gets_403_elsewhere,
+    removing_a_member_ends_their_sessions,
+);
+
+async fn a_member_signs_in_with_a_mailed_passcode_lands_by_role_and_signs_out(b: Backend) {
+    let p = spawn_mailing(b).await;
+    // Without a session, /console is the sign-in form: an e-mail field, then a passcode field.
+    let anon = Browser::new(&p);
+    let form = anon.get("/console").await;
+    assert_eq!(form.status, 200);
+    assert_eq!(form.text("label[for=f-email]"), "E-mail");
+    assert!(form.form_fields("/console/sign-in").contains_key("csrf"), "CSRF token is a hidden input");
+    let cookie = form
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap_or_default().to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"), "{cookie}");
+    // Other pages send an anonymous browser to the sign-in form.
+    let ledger = anon.get("/console/ledger").await;
+    assert_eq!((ledger.status, ledger.location().as_deref()), (303, Some("/console")));
+
+    for (role, landing) in
+        [("owner", "/console"), ("finance", "/console"), ("manager", "/console"), ("gate", "/console/gate")]
+    {
+        let email = member(&p, role).await;
+        // The e-mail is matched case-insensitively (D17.10).
+        let (browser, to) = sign_in(&p, &email.to_uppercase()).await;
+        assert_eq!(to, landing, "{role} lands on {landing}");
+        let page = browser.get(landing).await;
+        assert_eq!(page.status, 200, "{role}: {}", page.body);
+        assert!(page.texts("button").iter().any(|t| t == "Sign out"), "{role}: a Sign out control");
+        let links = page.attrs("nav a", "href");
+        let expected: &[&str] = match role {
+            "owner" => &[
+                "/console",
+                "/console/campaigns",
+                "/console/payments",
+                "/console/ledger",
+                "/console/withdrawals",
+                "/console/team",
+                "/console/gate",
+            ],
+            "manager" => &["/console", "/console/campaigns", "/console/payments"],
+            "finance" => &["/console", "/console/payments", "/console/ledger", "/console/withdrawals"],
+            _ => &["/console/gate"],
+        };
+        assert_eq!(links, expected, "{role}'s navigation");
+        let session = browser.session_cookie().expect("session");
+        let out = browser.submit(&page, "/console/sign-out", &[]).await;
+        assert_eq!((out.status, out.location().as_deref()), (303, Some("/console")));
+        // The ended session's cookie no longer opens anything.
+        let stale = Browser::new(&p);
+        stale.set_cookie("tessera_console", &session);
+        let again = stale.get(landing).await;
+        assert!(again.status == 303 || again.has("#f-email"), "{role}: signed out: {}", again.body);
+    }
+}
+
+async fn sign_in_forms_send_bad_input_back_with_the_error_beside_the_field(b: Backend) {
+    let p = spawn_mailing(b).await;
+    let email = member(&p, "owner").await;
+    let browser = Browser::new(&p);
+    let form = browser.get("/console").await;
+    let bad = browser.submit(&form, "/console/sign-in", &[("email", "not-an-email")]).await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.field_error("email").is_some(), "{}", bad.body);
+    assert_eq!(bad.attrs("#f-email", "value"), vec!["not-an-email".to_string()], "the value comes back");
+    // An unknown address gets the same answer as a member's, and no mail.
+    let unknown = browser.submit(&bad, "/console/sign-in", &[("email", "nobody@nowhere.example.com")]).await;
+    assert_eq!(unknown.status, 200);
+    assert_eq!(unknown.text("label[for=f-passcode]"), "Passcode");
+    let asked = browser.submit(&bad, "/console/sign-in", &[("email", &email)]).await;
+    drain(&p).await;
+    let code = mailed_code(&p, &email).expect("mailed");
+    let wrong = if code == "000000" { "111111" } else { "000000" };
+    let refused = browser.submit(&asked, "/console/sign-in/verify", &[("passcode", wrong)]).await;
+    assert_eq!(refused.status, 400);
+    assert!(refused.field_error("passcode").is_some_and(|e| e.contains("4 tries left")), "{}", refused.body);
+    let short = browser.submit(&asked, "/console/sign-in/verify", &[("passcode", "12")]).await;
+    assert_eq!(short.status, 400);
+    assert!(short.field_error("passcode").is_some());
+    let ok = browser.submit(&asked, "/console/sign-in/verify", &[("passcode", &code)]).await;
+    assert_eq!(ok.status, 303, "{}", ok.body);
+    // A used passcode does not open a second session.
+    let reused = Browser::new(&p);
+    let f = reused.get("/console").await;
+    let mut fields = asked.form_fields("/console/sign-in/verify");
+    fields.insert("csrf".into(), f.form_fields("/console/sign-in")["csrf"].clone());
+    fields.insert("passcode".into(), code.clone());
+    let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let again = reused.post("/console/sign-in/verify", &pairs).await;
+    assert_eq!(again.status, 400, "{}", again.body);
+    assert!(reused.session_cookie().is_none());
+}
+
+async fn forms_without_the_csrf_token_or_from_another_site_are_refused(b: Backend) {
+    let (p, browser, _) = signed_in(b, "owner").await;
+    let page = browser.get("/console").await;
+    // Sign-out without the token, with a wrong one, or posted from another origin: 403, and
+    // the session stays.
+    assert_eq!(browser.post("/console/sign-out", &[]).await.status, 403);
+    assert_eq!(browser.post("/console/sign-out", &[("csrf", "0000")]).await.status, 403);
+    let csrf = page.form_fields("/console/sign-out")["csrf"].clone();
+    let cross = browser
+        .send(
+            browser
+                .http
+                .post(format!("{}/console/sign-out", browser.base))
+                .header("origin", "https://evil.example.com")
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(format!("csrf={csrf}")),
+        )
+        .await;
+    assert_eq!(cross.status, 403);
+    assert_eq!(browser.get("/console").await.status, 200, "still signed in");
+    // The sign-in form's token is bound to its pre-session cookie.
+    let other = Browser::new(&p);
+    let r = other.post("/console/sign-in", &[("email", "a@b.example.com"), ("csrf", &csrf)]).await;
+    assert_eq!(r.status, 403);
+}
+
+async fn a_gate_member_sees_only_the_gate_page_and_gets_403_elsewhere(b: Backend) {
+    let (p, browser, _) = signed_in(b, "gate").await;
+    assert_eq!(browser.get("/console/gate").await.status, 200);
+    for path in [
+        "/console/campaigns",
+        "/console/payments",
+        "/console/ledger",
+        "/console/withdrawals",
+        "/console/team",
+        "/console/reseller",
+    ] {
+        let r = browser.get(path).await;
+        assert_eq!(r.status, 403, "{path}: {}", r.body);
+    }
+    let home = browser.get("/console").await;
+    assert_eq!((home.status, home.location().as_deref()), (303, Some("/console/gate")));
+    drop(p);
+}
+
+async fn removing_a_member_ends_their_sessions(b: Backend) {
+    let (p, browser, email) = signed_in(b, "finance").await;
+    assert_eq!(browser.get("/console/ledger").await.status, 200);
+    let out = p.cli(&["admin", "member", "remove", "--account", &p.account.slug, "--email", &email, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = browser.get("/console/ledger").await;
+    assert_eq!((r.status, r.location().as_deref()), (303, Some("/console")));
+    // The CLI lists who is left and refuses to remove the last owner.
+    let owner = member(&p, "owner").await;
+    let out = p.cli(&["admin", "member", "list", "--account", &p.account.slug, "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let emails: Vec<&str> =
+        listed["members"].as_array().expect("members").iter().filter_map(|m| m["email"].as_str()).collect();
+    assert_eq!(emails, vec![owner.as_str()]);
+    let out = p.cli(&["admin", "member", "remove", "--account", &p.account.slug, "--email", &owner, "--json"]);
+    assert!(!out.status.success(), "the last owner stays");
+}
