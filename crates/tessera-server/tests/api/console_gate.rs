@@ -143,7 +143,17 @@ async fn console_gate_unknown_void_and_other_accounts_codes_are_invalid(b: Backe
     assert_eq!(verdict(&refused), ("Invalid".to_string(), "verdict bad".to_string()));
     assert!(refused.text(".reason").contains("void"), "{}", refused.body);
     assert_eq!(api_ticket(&p, &void).await["checkedIn"], false);
-    assert_eq!(refused.text("#checkins"), "0");
+
+    // A valid ticket of an archived campaign never checks in.
+    let (c, tickets) = issued(&p, &p.account, 1).await;
+    let path = format!("/api/white-label/v1/campaigns/{c}");
+    let (s, body) = p.signed(Method::PATCH, &path, Some(json!({"status": "archived"}))).await;
+    assert_eq!(s, 200, "{body}");
+    let archived = at_gate(&browser, &code_of(&tickets[0])).await;
+    assert_eq!(verdict(&archived), ("Invalid".to_string(), "verdict bad".to_string()));
+    assert!(archived.text(".reason").contains("archived"), "{}", archived.body);
+    assert_eq!(api_ticket(&p, &code_of(&tickets[0])).await["checkedIn"], false);
+    assert_eq!(archived.text("#checkins"), "0");
 }
 
 async fn console_gate_twenty_concurrent_posts_from_two_gates_check_in_once(b: Backend) {
