@@ -8,6 +8,8 @@ mod campaigns;
 mod cli;
 mod cluster;
 mod console;
+mod console_campaigns;
+mod console_gate;
 mod crash;
 mod foundation;
 mod hardening;
