@@ -8,6 +8,7 @@ mod campaigns;
 mod cli;
 mod cluster;
 mod console;
+mod console_team;
 mod console_withdrawals;
 mod crash;
 mod foundation;
