@@ -108,7 +108,7 @@ async fn console_withdrawals_a_request_below_the_threshold_is_pending_and_held_a
     let page = browser.get(PATH).await;
     assert_eq!(page.status, 200, "{}", page.body);
     for (field, label) in [
-        ("amount", "Amount (GHS)"),
+        ("amount", "Amount"),
         ("bank_name", "Bank name"),
         ("bank_code", "Bank code"),
         ("account_number", "Account number"),

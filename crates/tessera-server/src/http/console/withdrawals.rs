@@ -161,7 +161,11 @@ pub async fn create(State(state): State<AppState>, posted: Posted) -> PageResult
             let done = if data["status"] == "awaiting_approval" { "awaiting" } else { "requested" };
             return Ok(Redirect::to(&format!("/console/withdrawals?done={done}")).into_response());
         }
-        Ok(Requested::Known(_)) => {
+        // The same form is still being sent (a double click): the list shows how it went.
+        Ok(Requested::Known(KeyState::Reused { in_flight: true } | KeyState::Free)) => {
+            return Ok(Redirect::to(Page::Withdrawals.path()).into_response());
+        }
+        Ok(Requested::Known(KeyState::Reused { in_flight: false })) => {
             form_error("This form was already sent with other values; reload the page to ask again.")
         }
         Err(FlowError::Domain(e)) => FieldErrors::from_domain(&e),
