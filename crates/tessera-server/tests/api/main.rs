@@ -10,6 +10,8 @@ mod cluster;
 mod console;
 mod console_campaigns;
 mod console_gate;
+mod console_team;
+mod console_withdrawals;
 mod crash;
 mod foundation;
 mod hardening;
