@@ -8,6 +8,7 @@ mod campaigns;
 mod cli;
 mod cluster;
 mod console;
+mod console_isolation;
 mod console_reseller;
 mod crash;
 mod foundation;
