@@ -70,6 +70,7 @@ on_both!(
     console_reseller_invites_members_as_the_portal_allows,
     console_reseller_approval_requests_are_filed_and_decided_four_eyes,
     console_reseller_suspended_reads_only_and_other_resellers_ids_are_404,
+    console_reseller_approval_requests_show_fifty_a_page_newest_first,
 );
 
 async fn console_reseller_page_shows_the_profile_members_and_requests_to_reseller_users_only(b: Backend) {
@@ -307,4 +308,29 @@ async fn console_reseller_suspended_reads_only_and_other_resellers_ids_are_404(b
     assert_eq!(api_request(&p, &t, &ours).await["status"], "pending");
     let all = portal_ok(&call(&p, Some(&t), Method::GET, API_APPROVALS, None).await, 200);
     assert_eq!(all.as_array().map(Vec::len), Some(1));
+}
+
+async fn console_reseller_approval_requests_show_fifty_a_page_newest_first(b: Backend) {
+    let (p, owner) = spawn_reseller(b).await;
+    let t = mint(&p, &owner).await;
+    for i in 0..51 {
+        let body = json!({"entityType": "setting", "reason": format!("request {i}")});
+        portal_ok(&call(&p, Some(&t), Method::POST, API_APPROVALS, Some(body)).await, 201);
+    }
+    let (browser, _) = sign_in(&p, &owner).await;
+    let first = browser.get(PAGE).await;
+    assert_eq!(first.status, 200);
+    let rows = first.texts("#approvals tbody tr");
+    assert_eq!(rows.len(), 50);
+    assert!(rows[0].contains("request 50"), "newest first: {}", rows[0]);
+    assert!(first.body.len() < 100_000, "{} bytes", first.body.len());
+    let next = first.attrs("a[rel=next]", "href");
+    assert_eq!(next, vec!["/console/reseller?ap=2&mp=1".to_string()]);
+    let second = browser.get(&next[0]).await;
+    let rows = second.texts("#approvals tbody tr");
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0].contains("request 0"), "{}", rows[0]);
+    // A page past the end shows the last one; a bad page number the first.
+    assert_eq!(browser.get("/console/reseller?ap=9").await.texts("#approvals tbody tr").len(), 1);
+    assert_eq!(browser.get("/console/reseller?ap=x").await.texts("#approvals tbody tr").len(), 50);
 }
