@@ -12,6 +12,8 @@ mod console_campaigns;
 mod console_gate;
 mod console_team;
 mod console_withdrawals;
+mod console_isolation;
+mod console_reseller;
 mod crash;
 mod foundation;
 mod hardening;
