@@ -8,6 +8,7 @@ mod campaigns;
 mod cli;
 mod cluster;
 mod console;
+mod console_money;
 mod crash;
 mod foundation;
 mod hardening;
