@@ -75,21 +75,41 @@ fn sum(expr: &str) -> String {
 }
 
 impl Store {
-    /// Gross, fees, tickets sold, check-ins and votes of the account, in one statement.
-    pub async fn console_figures(&self, account_id: &str) -> StoreResult<Figures> {
+    /// Of the account's figures, the money ones (gross, fees: one pass over its ledger entries)
+    /// when `money`, the activity ones (tickets sold, check-ins, votes) when `activity`; the
+    /// others are 0. One statement.
+    pub async fn console_figures(&self, account_id: &str, money: bool, activity: bool) -> StoreResult<Figures> {
+        let ledger = if money {
+            format!(
+                "(SELECT {} AS gross, {} AS fees FROM ledger_entries WHERE account_id = $1)",
+                sum("CASE WHEN kind = $2 THEN amount ELSE 0 END"),
+                sum("CASE WHEN kind = $3 THEN amount ELSE 0 END"),
+            )
+        } else {
+            "(SELECT 0 AS gross, 0 AS fees)".to_string()
+        };
+        let counts = if activity {
+            format!(
+                "(SELECT {} FROM ticket_types WHERE account_id = $1) AS tickets_sold, ({CHECK_INS}) AS check_ins, \
+                 (SELECT {} FROM participants WHERE account_id = $1) AS votes",
+                sum("quantity_sold"),
+                sum("votes"),
+            )
+        } else {
+            "CAST(0 AS BIGINT) AS tickets_sold, CAST(0 AS BIGINT) AS check_ins, CAST(0 AS BIGINT) AS votes".to_string()
+        };
         let sql = format!(
-            "SELECT \
-             (SELECT {} FROM ledger_entries WHERE account_id = $1 AND kind = $2) AS gross, \
-             (SELECT {} FROM ledger_entries WHERE account_id = $1 AND kind = $3) AS fees, \
-             (SELECT {} FROM ticket_types WHERE account_id = $1) AS tickets_sold, \
-             ({CHECK_INS}) AS check_ins, \
-             (SELECT {} FROM participants WHERE account_id = $1) AS votes",
-            sum("amount"),
-            sum("amount"),
-            sum("quantity_sold"),
-            sum("votes"),
+            "SELECT CAST(l.gross AS BIGINT) AS gross, CAST(l.fees AS BIGINT) AS fees, {counts} FROM {ledger} l"
         );
-        let r = sqlx::query(&sql).bind(account_id).bind(kind::CHARGE).bind(kind::FEE).fetch_one(self.reader()).await?;
+        // PostgreSQL refuses a parameter the statement does not use: bind only what it names.
+        let mut q = sqlx::query(&sql);
+        if money || activity {
+            q = q.bind(account_id);
+        }
+        if money {
+            q = q.bind(kind::CHARGE).bind(kind::FEE);
+        }
+        let r = q.fetch_one(self.reader()).await?;
         Ok(Figures {
             gross: r.try_get("gross")?,
             fees: -r.try_get::<i64, _>("fees")?,

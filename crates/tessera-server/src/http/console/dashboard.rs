@@ -43,7 +43,7 @@ pub async fn show(State(state): State<AppState>, headers: HeaderMap) -> PageResu
     caller.open(Page::Dashboard)?;
     let role = caller.role().unwrap_or(Role::Gate);
     let account = caller.account_id();
-    let f = state.store.console_figures(account).await?;
+    let f = state.store.console_figures(account, role.sees_money(), role.sees_activity()).await?;
     let mut figures = Vec::new();
     if role.sees_money() {
         let b = state.store.balance(account, now_ms()).await?;
