@@ -8,6 +8,8 @@ mod campaigns;
 mod cli;
 mod cluster;
 mod console;
+mod console_browser;
+mod console_pages;
 mod crash;
 mod foundation;
 mod hardening;
