@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use scraper::{Html, Selector};
 use serde_json::json;
 
-use crate::console::{sign_in, Browser, Page};
+use crate::console::{member, sign_in, Browser, Page};
 use crate::helpers::{spawn, Backend};
 use crate::my_tickets::spawn_mailing;
 use crate::payments::{buy, drain, running_campaign, sandbox_settle, ticket_type, PayApp};
@@ -123,13 +123,13 @@ fn check_origins(p: &PayApp, path: &str, doc: &Html) {
 /// full of links from making the test slow).
 const MAX_PAGES_PER_ROLE: usize = 80;
 
-/// Signs a `role` member in and checks the pages `extra` plus every page its navigation links,
+/// Signs `email` (a member, or a reseller portal user) in and checks the pages `extra` plus every page its navigation links,
 /// then every page those link to in turn (figures, rows, pagers): each answers 200 and passes
 /// [`check_page`], so the console is usable by plain links without scripts. The navigation's
 /// paths.
-async fn every_page_of(p: &PayApp, role: &str, extra: &[String]) -> BTreeSet<String> {
-    let email = crate::console::member(p, role).await;
-    let (browser, landing): (Browser, String) = sign_in(p, &email).await;
+async fn every_page_of(p: &PayApp, email: &str, extra: &[String]) -> BTreeSet<String> {
+    let role = email.split('-').next().unwrap_or_default();
+    let (browser, landing): (Browser, String) = sign_in(p, email).await;
     let first = browser.get(&landing).await;
     check_page(p, &landing, &first);
     let nav: BTreeSet<String> = first.attrs("nav a", "href").into_iter().collect();
@@ -152,6 +152,7 @@ async fn every_page_of(p: &PayApp, role: &str, extra: &[String]) -> BTreeSet<Str
             }
         }
     }
+    eprintln!("{role}: {} pages checked", seen.len());
     nav
 }
 
@@ -163,7 +164,8 @@ on_both!(
 async fn every_page_each_role_opens_is_labelled_protected_small_and_self_contained(b: Backend) {
     let p = spawn_mailing(b).await;
     let campaign = seeded(&p).await;
-    let owner = every_page_of(&p, "owner", &[format!("/console/campaigns/{campaign}")]).await;
+    let detail = [format!("/console/campaigns/{campaign}")];
+    let owner = every_page_of(&p, &member(&p, "owner").await, &detail).await;
     for path in [
         "/console",
         "/console/campaigns",
@@ -175,12 +177,17 @@ async fn every_page_each_role_opens_is_labelled_protected_small_and_self_contain
     ] {
         assert!(owner.contains(path), "the owner opens {path}: {owner:?}");
     }
-    let manager = every_page_of(&p, "manager", &[format!("/console/campaigns/{campaign}")]).await;
+    let manager = every_page_of(&p, &member(&p, "manager").await, &detail).await;
     assert!(manager.contains("/console/campaigns"), "{manager:?}");
-    let finance = every_page_of(&p, "finance", &[]).await;
+    let finance = every_page_of(&p, &member(&p, "finance").await, &[]).await;
     assert!(finance.contains("/console/withdrawals"), "{finance:?}");
-    let gate = every_page_of(&p, "gate", &[]).await;
+    let gate = every_page_of(&p, &member(&p, "gate").await, &[]).await;
     assert_eq!(gate, BTreeSet::from(["/console/gate".to_string()]));
+    // A reseller portal user's console (D17.30).
+    let reseller_owner = format!("reseller-{}@reseller.example.com", uuid::Uuid::now_v7().simple());
+    crate::portal::reseller(&p, &p.account, &reseller_owner).await;
+    let reseller = every_page_of(&p, &reseller_owner, &["/console/reseller".to_string()]).await;
+    assert!(reseller.contains("/console/reseller"), "{reseller:?}");
     // The sign-in page, before any session: labelled, its form protected, self-contained.
     let anon = Browser::new(&p);
     let form = anon.get("/console").await;
