@@ -1,5 +1,6 @@
 //! Approval requests, four eyes (spec "Approval request"; D14.2, D15.3, D16.15, D16.19): one
-//! home for filing, listing and deciding them, from the portal and from the operator's CLI.
+//! home for filing, listing and deciding them, from the portal, the operator's CLI and the
+//! console (an organization member on a withdrawal awaiting approval, D17.30).
 //! The rules:
 //! - any active member files a request and may cancel their own while it is pending;
 //! - a member with approvals:decide approves or rejects (a withdrawal request: withdrawals:approve
@@ -135,6 +136,38 @@ pub async fn decide_as_operator(
     let audit = DecisionAudit::Decider { decided_by: "operator", request_id: None };
     let decided = Decided { decision, note, decided_by: "operator", audit, actor: &actor };
     settle(store, None, &request, &decided, Effects::WithdrawalOnly, now).await
+}
+
+/// A console member decides a withdrawal awaiting approval (D17.30): four eyes against the
+/// member who asked for it (`withdrawals.requested_by`), then exactly the operator's decision
+/// (the withdrawal effect in the decision's transaction), the audit entry's `decidedBy` the
+/// member's id. The withdrawal must be the account's (404 otherwise).
+pub async fn decide_in_console(
+    store: &Store,
+    account_id: &str,
+    withdrawal_id: &str,
+    decision: Decision,
+    member_id: &str,
+    request_id: Option<String>,
+    now: i64,
+) -> ApprovalResult<ApprovalRequest> {
+    let w = store.withdrawal(account_id, withdrawal_id).await?;
+    if w.requested_by.as_deref() == Some(member_id) {
+        return Err(ApprovalError::OwnRequest);
+    }
+    let request = match store.withdrawal_approval(account_id, withdrawal_id).await {
+        Ok(r) => r,
+        Err(StoreError::NotFound(_)) => {
+            return Err(
+                StoreError::Conflict(format!("the withdrawal is {}, not awaiting approval", w.status.as_str())).into()
+            )
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let actor = Actor { user_id: None, member_id: None, request_id: request_id.clone() };
+    let audit = DecisionAudit::Decider { decided_by: member_id, request_id };
+    let decided = Decided { decision, note: None, decided_by: member_id, audit, actor: &actor };
+    settle(store, Some(account_id), &request, &decided, Effects::WithdrawalOnly, now).await
 }
 
 /// A request Tessera filed for a withdrawal above the account's threshold (D14.2).

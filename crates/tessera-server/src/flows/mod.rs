@@ -28,6 +28,7 @@ pub mod console;
 pub mod customer_access;
 pub mod events;
 pub mod fulfilment;
+pub mod gate;
 pub mod idempotency;
 pub mod leaderboard;
 pub mod modules;

@@ -56,6 +56,18 @@ pub async fn request<E: From<FlowError>>(
     parse: impl FnOnce() -> Result<WithdrawalRequest, E>,
     render: impl FnOnce(&Withdrawal) -> Value,
 ) -> Result<Requested, E> {
+    request_by(state, ask, None, parse, render).await
+}
+
+/// As [`request`], asked by a console member (`requested_by`, recorded on the withdrawal in
+/// its creating transaction: a second member approves it, D17.30).
+pub async fn request_by<E: From<FlowError>>(
+    state: &AppState,
+    ask: &Ask,
+    requested_by: Option<&str>,
+    parse: impl FnOnce() -> Result<WithdrawalRequest, E>,
+    render: impl FnOnce(&Withdrawal) -> Value,
+) -> Result<Requested, E> {
     let store_error = |e: StoreError| E::from(FlowError::Store(e));
     if let Some(known) = idempotency::known(state, ask).await.map_err(store_error)? {
         return Ok(known);
@@ -91,6 +103,7 @@ pub async fn request<E: From<FlowError>>(
         provider_down_since: None,
         created_at: now,
         updated_at: now,
+        requested_by: requested_by.map(str::to_string),
     };
     let data = render(&w);
     let reason = format!(

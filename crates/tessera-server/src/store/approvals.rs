@@ -107,6 +107,24 @@ impl Store {
         approval_from_row(&row)
     }
 
+    /// The approval request Tessera filed for the account's withdrawal `withdrawal_id` (above
+    /// the threshold, D14.2), newest first; another account's looks like none (404).
+    pub async fn withdrawal_approval(&self, account_id: &str, withdrawal_id: &str) -> StoreResult<ApprovalRequest> {
+        // The payload is written as exactly this JSON text when the withdrawal is created.
+        let payload = json!({ "withdrawalId": withdrawal_id }).to_string();
+        let row = sqlx::query(&format!(
+            "SELECT {APPROVAL_COLUMNS} FROM approval_requests r JOIN accounts a ON a.id = r.account_id \
+             WHERE r.account_id = $1 AND r.entity_type = 'withdrawal' AND r.requested_by IS NULL \
+             AND r.request_payload = $2 ORDER BY r.created_at DESC, r.id DESC LIMIT 1"
+        ))
+        .bind(account_id)
+        .bind(payload)
+        .fetch_optional(self.reader())
+        .await?
+        .ok_or(StoreError::NotFound("approval request"))?;
+        approval_from_row(&row)
+    }
+
     /// Files an approval request (pending) for a member, audited.
     pub async fn file_approval(
         &self,

@@ -10,6 +10,7 @@ pub mod approvals;
 pub mod audit;
 pub mod campaigns;
 pub mod console;
+pub mod console_campaigns;
 pub mod customers;
 pub mod domains;
 pub mod donations;

@@ -42,10 +42,13 @@ pub struct Withdrawal {
     pub provider_down_since: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The console member who asked for it (`None`: asked through the API).
+    pub requested_by: Option<String>,
 }
 
 const COLUMNS: &str = "id, account_id, status, amount, currency, bank_name, bank_code, account_number, account_name, \
-    provider, failure_reason, idempotency_key, transfer_created, provider_down_since, created_at, updated_at";
+    provider, failure_reason, idempotency_key, transfer_created, provider_down_since, created_at, updated_at, \
+    requested_by";
 
 fn from_row(r: &AnyRow) -> StoreResult<Withdrawal> {
     Ok(Withdrawal {
@@ -66,6 +69,7 @@ fn from_row(r: &AnyRow) -> StoreResult<Withdrawal> {
         provider_down_since: r.try_get("provider_down_since")?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
+        requested_by: r.try_get("requested_by")?,
     })
 }
 
@@ -193,8 +197,8 @@ impl Store {
         }
         sqlx::query(
             "INSERT INTO withdrawals (id, account_id, status, amount, currency, bank_name, bank_code, account_number, \
-             account_name, provider, idempotency_key, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)",
+             account_name, provider, idempotency_key, created_at, updated_at, requested_by) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13)",
         )
         .bind(&w.id)
         .bind(&w.account_id)
@@ -208,6 +212,7 @@ impl Store {
         .bind(&w.provider)
         .bind(&w.idempotency_key)
         .bind(now)
+        .bind(w.requested_by.as_deref())
         .execute(&mut *tx)
         .await?;
         ledger_entry(&mut tx, &w.account_id, kind::WITHDRAWAL_HOLD, -w.amount, &w.id, now, now).await?;

@@ -1,8 +1,102 @@
-//! `/console/live` (D17.32): the live counters as server-sent events. To be built.
-use super::{Caller, PageResult};
-use crate::domain::console::Page;
+//! `/console/live` (D17.32): the live counters as server-sent events. `event: counters` with
+//! `{"checkIns": N}` (the account's checked-in tickets) at once, then after every check-in live
+//! event of the caller's account (D17.5: committed on any instance), bursts folded into one
+//! re-read at most every 100 ms; a `: keep-alive` comment every 15 s. The stream ends when the
+//! server stops (the live closing token); a browser reconnects by itself. `console.js` shows each value in
+//! the elements with `data-live="<name>"`.
+use std::convert::Infallible;
+use std::time::Duration;
 
-pub async fn stream(caller: Caller) -> PageResult {
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
+
+use super::{Caller, ConsoleError};
+use crate::domain::console::Page;
+use crate::state::AppState;
+use crate::store::live::{LiveEvent, LiveKind};
+
+/// At most ten events a second (a gate rush is one re-read per 100 ms, not one per ticket).
+const MIN_GAP: Duration = Duration::from_millis(100);
+/// A comment line this often keeps an idle stream open through proxies and idle timeouts.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// GET /console/live — roles that may open the gate page or the dashboard.
+pub async fn stream(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ConsoleError> {
     caller.open(Page::Gate).or_else(|_| caller.open(Page::Dashboard))?;
-    Err(super::ConsoleError::NotFound("stream"))
+    // Subscribed before the first read, so a check-in committed in between is not missed.
+    let events = state.live.subscribe();
+    let first = state.store.checked_in_count(caller.account_id()).await?;
+    let feed = Feed {
+        closing: state.live.closing(),
+        account_id: caller.account_id().to_string(),
+        state,
+        events,
+        pending: Some(first),
+        sent_at: None,
+    };
+    let stream = futures_util::stream::unfold(feed, |mut feed| async move {
+        let n = feed.next().await?;
+        Some((Ok(counters(n)), feed))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")))
+}
+
+fn counters(check_ins: i64) -> Event {
+    Event::default().event("counters").data(serde_json::json!({ "checkIns": check_ins }).to_string())
+}
+
+/// One open stream.
+struct Feed {
+    state: AppState,
+    closing: tokio_util::sync::CancellationToken,
+    account_id: String,
+    events: tokio::sync::broadcast::Receiver<LiveEvent>,
+    /// The first read, sent before waiting for anything.
+    pending: Option<i64>,
+    sent_at: Option<Instant>,
+}
+
+impl Feed {
+    /// The next count to send; `None` ends the stream (the server is stopping).
+    async fn next(&mut self) -> Option<i64> {
+        if let Some(first) = self.pending.take() {
+            self.sent_at = Some(Instant::now());
+            return Some(first);
+        }
+        self.changed().await?;
+        if let Some(at) = self.sent_at {
+            tokio::select! {
+                _ = self.closing.cancelled() => return None,
+                _ = tokio::time::sleep_until(at + MIN_GAP) => {}
+            }
+        }
+        // Events that arrived meanwhile are folded into this one read.
+        while self.events.try_recv().is_ok() {}
+        let n = self.state.store.checked_in_count(&self.account_id).await.ok()?;
+        self.sent_at = Some(Instant::now());
+        Some(n)
+    }
+
+    /// Waits for a check-in event of this account (or a lag, after which the count is re-read
+    /// anyway: events are hints).
+    async fn changed(&mut self) -> Option<()> {
+        loop {
+            let received = tokio::select! {
+                _ = self.closing.cancelled() => return None,
+                r = self.events.recv() => r,
+            };
+            match received {
+                Ok(e) if e.kind == LiveKind::Checkin && e.account_id == self.account_id => return Some(()),
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => return Some(()),
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    }
 }

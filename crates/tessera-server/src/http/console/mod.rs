@@ -50,6 +50,34 @@ pub const COOKIE: &str = "tessera_console";
 /// The pre-session cookie that binds the sign-in forms' CSRF token.
 pub const PRE_COOKIE: &str = "tessera_console_pre";
 
+/// Every console route as (method, path), the reseller page's own included: the isolation
+/// tests (tests/api/console_isolation.rs) hold one case per entry and check this list against
+/// the `.route(...)` calls of this file and reseller.rs.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/console"),
+    ("POST", "/console/sign-in"),
+    ("POST", "/console/sign-in/verify"),
+    ("POST", "/console/sign-out"),
+    ("GET", "/console/assets/{file}"),
+    ("GET", "/console/live"),
+    ("GET", "/console/campaigns"),
+    ("GET", "/console/campaigns/{campaign_id}"),
+    ("GET", "/console/payments"),
+    ("GET", "/console/ledger"),
+    ("GET", "/console/withdrawals"),
+    ("POST", "/console/withdrawals"),
+    ("POST", "/console/withdrawals/{withdrawal_id}/decide"),
+    ("GET", "/console/team"),
+    ("POST", "/console/team"),
+    ("POST", "/console/team/{member_id}/remove"),
+    ("GET", "/console/gate"),
+    ("POST", "/console/gate"),
+    ("GET", "/console/reseller"),
+    ("POST", "/console/reseller/members"),
+    ("POST", "/console/reseller/approval-requests"),
+    ("POST", "/console/reseller/approval-requests/{approval_id}/decide"),
+];
+
 /// Every console route.
 pub fn router() -> Router<AppState> {
     Router::new()
