@@ -11,6 +11,7 @@ pub mod audit;
 pub mod campaigns;
 pub mod console;
 pub mod console_campaigns;
+pub mod console_figures;
 pub mod customers;
 pub mod domains;
 pub mod donations;

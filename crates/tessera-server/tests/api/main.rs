@@ -16,6 +16,7 @@ mod console_team;
 mod console_withdrawals;
 mod console_isolation;
 mod console_reseller;
+mod console_money;
 mod crash;
 mod foundation;
 mod hardening;

@@ -1,0 +1,173 @@
+//! The console's reads (D17.30): the dashboard's activity figures, the ledger filtered by entry
+//! kind, and the payments search. Each is scoped to one account and walks only that account's
+//! rows through an index (`ledger_by_account`, `ticket_types_by_account`,
+//! `participants_by_account`, `campaigns_by_account` + `tickets_by_campaign_email`,
+//! `transactions_by_account`).
+use sqlx::Row;
+
+use super::ledger::{kind, LedgerEntry};
+use super::query::{Arg, Filter};
+use super::sqlite_read::{FromRow, Get};
+use super::{Store, StoreResult};
+
+/// The dashboard's figures that are not the balance (D17.30, D17.43).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Figures {
+    /// Sum of the `charge` entries, pesewas.
+    pub gross: i64,
+    /// Minus the sum of the `fee` entries, pesewas (a positive number).
+    pub fees: i64,
+    /// Tickets the account's ticket types sold (`quantity_sold`, the API's `quantitySold`).
+    pub tickets_sold: i64,
+    /// The account's checked-in tickets.
+    pub check_ins: i64,
+    /// Votes the account's nominees hold (the API's participant `votes`).
+    pub votes: i64,
+}
+
+/// The account's checked-in tickets, through its campaigns (tickets are indexed by campaign).
+const CHECK_INS: &str = "SELECT COUNT(*) FROM tickets k WHERE k.campaign_id IN \
+     (SELECT c.id FROM campaigns c WHERE c.account_id = $1) AND k.account_id = $1 AND k.checked_in = 1";
+
+/// One row of the payments page: only what it shows.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PaymentRow {
+    pub reference: String,
+    pub created_at: i64,
+    pub transaction_type: String,
+    pub status: String,
+    /// Pesewas the customer was charged.
+    pub amount: i64,
+    pub email: String,
+    /// Pesewas given back by succeeded refunds.
+    pub refunded: i64,
+}
+
+impl FromRow for PaymentRow {
+    fn from_row(r: &impl Get) -> StoreResult<PaymentRow> {
+        Ok(PaymentRow {
+            reference: r.get("reference")?,
+            created_at: r.get("created_at")?,
+            transaction_type: r.get("transaction_type")?,
+            status: r.get("status")?,
+            amount: r.get("amount")?,
+            email: r.get("email")?,
+            refunded: r.get("refunded")?,
+        })
+    }
+}
+
+impl FromRow for LedgerEntry {
+    fn from_row(r: &impl Get) -> StoreResult<LedgerEntry> {
+        Ok(LedgerEntry {
+            id: r.get("id")?,
+            kind: r.get("kind")?,
+            amount: r.get("amount")?,
+            reference: r.get("reference")?,
+            settles_at: r.get("settles_at")?,
+            created_at: r.get("created_at")?,
+        })
+    }
+}
+
+fn sum(expr: &str) -> String {
+    format!("CAST(COALESCE(SUM({expr}), 0) AS BIGINT)")
+}
+
+impl Store {
+    /// Of the account's figures, the money ones (gross, fees: one pass over its ledger entries)
+    /// when `money`, the activity ones (tickets sold, check-ins, votes) when `activity`; the
+    /// others are 0. One statement.
+    pub async fn console_figures(&self, account_id: &str, money: bool, activity: bool) -> StoreResult<Figures> {
+        let ledger = if money {
+            format!(
+                "(SELECT {} AS gross, {} AS fees FROM ledger_entries WHERE account_id = $1)",
+                sum("CASE WHEN kind = $2 THEN amount ELSE 0 END"),
+                sum("CASE WHEN kind = $3 THEN amount ELSE 0 END"),
+            )
+        } else {
+            "(SELECT 0 AS gross, 0 AS fees)".to_string()
+        };
+        let counts = if activity {
+            format!(
+                "(SELECT {} FROM ticket_types WHERE account_id = $1) AS tickets_sold, ({CHECK_INS}) AS check_ins, \
+                 (SELECT {} FROM participants WHERE account_id = $1) AS votes",
+                sum("quantity_sold"),
+                sum("votes"),
+            )
+        } else {
+            "CAST(0 AS BIGINT) AS tickets_sold, CAST(0 AS BIGINT) AS check_ins, CAST(0 AS BIGINT) AS votes".to_string()
+        };
+        let sql = format!(
+            "SELECT CAST(l.gross AS BIGINT) AS gross, CAST(l.fees AS BIGINT) AS fees, {counts} FROM {ledger} l"
+        );
+        // PostgreSQL refuses a parameter the statement does not use: bind only what it names.
+        let mut q = sqlx::query(&sql);
+        if money || activity {
+            q = q.bind(account_id);
+        }
+        if money {
+            q = q.bind(kind::CHARGE).bind(kind::FEE);
+        }
+        let r = q.fetch_one(self.reader()).await?;
+        Ok(Figures {
+            gross: r.try_get("gross")?,
+            fees: -r.try_get::<i64, _>("fees")?,
+            tickets_sold: r.try_get("tickets_sold")?,
+            check_ins: r.try_get("check_ins")?,
+            votes: r.try_get("votes")?,
+        })
+    }
+
+    /// The account's checked-in tickets (the dashboard's and the gate page's live counter).
+    pub async fn console_check_ins(&self, account_id: &str) -> StoreResult<i64> {
+        let r = sqlx::query(&format!("SELECT ({CHECK_INS}) AS n")).bind(account_id).fetch_one(self.reader()).await?;
+        Ok(r.try_get("n")?)
+    }
+
+    /// One page of the account's ledger entries, newest first, of one kind when `kind` is given
+    /// (`Store::ledger_entries` with a filter), with the total.
+    pub async fn console_ledger(
+        &self,
+        account_id: &str,
+        kind: Option<&str>,
+        page: (u32, u32),
+    ) -> StoreResult<(Vec<LedgerEntry>, u64)> {
+        let mut f = Filter::new();
+        f.and("account_id = ?", Arg::Text(account_id.into()));
+        if let Some(k) = kind {
+            f.and("kind = ?", Arg::Text(k.into()));
+        }
+        self.page_of(
+            "id, kind, amount, reference, settles_at, created_at",
+            "FROM ledger_entries",
+            "created_at DESC, id DESC",
+            &f,
+            page,
+        )
+        .await
+    }
+
+    /// One page of the account's payments, newest first: all of them when `q` is empty, else
+    /// the one whose reference is `q` and those whose customer e-mail is `q` in any case.
+    pub async fn console_payments(
+        &self,
+        account_id: &str,
+        q: &str,
+        page: (u32, u32),
+    ) -> StoreResult<(Vec<PaymentRow>, u64)> {
+        let mut f = Filter::new();
+        f.and("account_id = ?", Arg::Text(account_id.into()));
+        if !q.is_empty() {
+            f.and("(reference = ? OR lower(email) = lower(?))", Arg::Text(q.into()));
+        }
+        self.page_of(
+            "reference, created_at, transaction_type, status, amount, email, refunded",
+            "FROM transactions",
+            "created_at DESC, reference DESC",
+            &f,
+            page,
+        )
+        .await
+    }
+}
