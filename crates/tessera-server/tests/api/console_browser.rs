@@ -311,6 +311,7 @@ async fn a_phone_sized_browser_signs_in_checks_in_sees_live_counts_and_two_membe
         shown = number(&browser.element_text(&figure).await);
     }
     assert_eq!(shown, after + 1, "Check-ins updated live within 1 s (waited {:?})", called.elapsed());
+    eprintln!("the dashboard showed the API's check-in after {:?}", called.elapsed());
     browser.quit().await;
 
     // Payouts above 10 GHS need a second finance member's approval (D17.30).
