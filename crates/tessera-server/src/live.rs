@@ -56,6 +56,12 @@ impl Live {
         self.closing.clone()
     }
 
+    /// A live view's pace: subscribed now (before the view's first read, so nothing committed
+    /// in between is missed), re-reads at most once per `gap`.
+    pub fn changes(&self, gap: Duration) -> Changes {
+        Changes { events: self.subscribe(), closing: self.closing(), gap, sent_at: None }
+    }
+
     /// Stops listening (the server is stopping).
     pub async fn stop(&self) {
         self.closing.cancel();
@@ -64,6 +70,48 @@ impl Live {
         if let Some(task) = task {
             let _ = task.await;
         }
+    }
+}
+
+/// When a live view (the leaderboard stream, the console counters) re-reads the store: after an
+/// event it wants (or a lag: events are hints), never sooner than `gap` after its last send,
+/// with the events that arrived meanwhile folded into that one read.
+pub struct Changes {
+    events: broadcast::Receiver<LiveEvent>,
+    closing: CancellationToken,
+    gap: Duration,
+    sent_at: Option<tokio::time::Instant>,
+}
+
+impl Changes {
+    /// Notes that the view just sent (its first read included).
+    pub fn sent(&mut self) {
+        self.sent_at = Some(tokio::time::Instant::now());
+    }
+
+    /// Waits until the view should re-read: `Some(())`, or `None` when the server is stopping.
+    pub async fn next(&mut self, wanted: impl Fn(&LiveEvent) -> bool) -> Option<()> {
+        use broadcast::error::RecvError;
+        loop {
+            let received = tokio::select! {
+                _ = self.closing.cancelled() => return None,
+                r = self.events.recv() => r,
+            };
+            match received {
+                Ok(e) if wanted(&e) => break,
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => break,
+                Err(RecvError::Closed) => return None,
+            }
+        }
+        if let Some(at) = self.sent_at {
+            tokio::select! {
+                _ = self.closing.cancelled() => return None,
+                _ = tokio::time::sleep_until(at + self.gap) => {}
+            }
+        }
+        while self.events.try_recv().is_ok() {}
+        Some(())
     }
 }
 

@@ -11,11 +11,10 @@
 use serde_json::json;
 
 use super::customer_access::{
-    commit, open_member_session, portal_session, try_code, AccessError, AccessResult, Issued, Passcode, Verified,
-    PORTAL_SESSION_MS,
+    accept_sign_in, commit, open_member_session, portal_session, AccessResult, Issued, Passcode, PORTAL_SESSION_MS,
 };
 use crate::auth::crypto::Keyring;
-use crate::auth::sessions::{code_matches, new_token};
+use crate::auth::sessions::new_token;
 use crate::domain::console::Role;
 use crate::domain::portal::{Channel, CodeTry};
 use crate::notify::PORTAL_PASSCODE_EVENT;
@@ -93,18 +92,8 @@ pub async fn sign_in(
     request_id: Option<String>,
     now: i64,
 ) -> AccessResult<Opened> {
-    let c = store.challenge(None, &attempt.challenge_id).await?;
-    if c.purpose != CONSOLE_SIGN_IN {
-        return Err(AccessError::NotFound("challenge"));
-    }
-    let matches = code_matches(keyring, &c.id, &attempt.code, &c.code_hash);
+    let (c, mut tx) = accept_sign_in(store, keyring, attempt, CONSOLE_SIGN_IN, now).await?;
     let member = store.sign_in_org_member(&c.recipient).await?;
-    let mut tx = store.begin().await?;
-    let verdict = try_code(&mut tx, &c, matches, now).await?;
-    if verdict != Verified::Accepted {
-        commit(tx).await?;
-        return Err(AccessError::Refused(verdict));
-    }
     let opened = match member {
         Some(m) => {
             let token = new_token(MEMBER_TOKEN_PREFIX);

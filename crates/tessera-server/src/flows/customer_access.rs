@@ -384,8 +384,25 @@ pub async fn sign_in(
     request_id: Option<String>,
     now: i64,
 ) -> AccessResult<Opened> {
+    let (c, mut tx) = accept_sign_in(store, keyring, attempt, PORTAL_SIGN_IN, now).await?;
+    let opened = open_member_session(&mut tx, keyring, &c.recipient, request_id, now).await?;
+    commit(tx).await?;
+    Ok(opened)
+}
+
+/// One try at a sign-in challenge of `purpose` (the portal's or the console's): a right code
+/// returns the challenge and the open transaction that consumed it, in which the caller writes
+/// the session it opens and commits. A wrong code is counted (committed) and refused; a
+/// challenge of another purpose is 404 and not used up.
+pub(super) async fn accept_sign_in(
+    store: &Store,
+    keyring: &Keyring,
+    attempt: &CodeTry,
+    purpose: &str,
+    now: i64,
+) -> AccessResult<(Challenge, StoreTx)> {
     let c = store.challenge(None, &attempt.challenge_id).await?;
-    if c.purpose != PORTAL_SIGN_IN {
+    if c.purpose != purpose {
         return Err(AccessError::NotFound("challenge"));
     }
     let matches = code_matches(keyring, &c.id, &attempt.code, &c.code_hash);
@@ -396,9 +413,7 @@ pub async fn sign_in(
         commit(tx).await?;
         return Err(AccessError::Refused(verdict));
     }
-    let opened = open_member_session(&mut tx, keyring, &c.recipient, request_id, now).await?;
-    commit(tx).await?;
-    Ok(opened)
+    Ok((c, tx))
 }
 
 /// In the transaction of an accepted sign-in challenge: finds or creates the user of the

@@ -10,13 +10,12 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
-use tokio::sync::broadcast::error::RecvError;
-use tokio::time::Instant;
 
 use super::{Caller, ConsoleError};
 use crate::domain::console::Page;
+use crate::live::Changes;
 use crate::state::AppState;
-use crate::store::live::{LiveEvent, LiveKind};
+use crate::store::live::LiveKind;
 
 /// At most ten events a second (a gate rush is one re-read per 100 ms, not one per ticket).
 const MIN_GAP: Duration = Duration::from_millis(100);
@@ -29,17 +28,10 @@ pub async fn stream(
     caller: Caller,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ConsoleError> {
     caller.open(Page::Gate).or_else(|_| caller.open(Page::Dashboard))?;
-    // Subscribed before the first read, so a check-in committed in between is not missed.
-    let events = state.live.subscribe();
+    let mut changes = state.live.changes(MIN_GAP);
     let first = state.store.checked_in_count(caller.account_id()).await?;
-    let feed = Feed {
-        closing: state.live.closing(),
-        account_id: caller.account_id().to_string(),
-        state,
-        events,
-        pending: Some(first),
-        sent_at: None,
-    };
+    changes.sent();
+    let feed = Feed { state, account_id: caller.account_id().to_string(), changes, pending: Some(first) };
     let stream = futures_util::stream::unfold(feed, |mut feed| async move {
         let n = feed.next().await?;
         Some((Ok(counters(n)), feed))
@@ -54,49 +46,22 @@ fn counters(check_ins: i64) -> Event {
 /// One open stream.
 struct Feed {
     state: AppState,
-    closing: tokio_util::sync::CancellationToken,
     account_id: String,
-    events: tokio::sync::broadcast::Receiver<LiveEvent>,
+    changes: Changes,
     /// The first read, sent before waiting for anything.
     pending: Option<i64>,
-    sent_at: Option<Instant>,
 }
 
 impl Feed {
     /// The next count to send; `None` ends the stream (the server is stopping).
     async fn next(&mut self) -> Option<i64> {
         if let Some(first) = self.pending.take() {
-            self.sent_at = Some(Instant::now());
             return Some(first);
         }
-        self.changed().await?;
-        if let Some(at) = self.sent_at {
-            tokio::select! {
-                _ = self.closing.cancelled() => return None,
-                _ = tokio::time::sleep_until(at + MIN_GAP) => {}
-            }
-        }
-        // Events that arrived meanwhile are folded into this one read.
-        while self.events.try_recv().is_ok() {}
+        let account = self.account_id.clone();
+        self.changes.next(|e| e.kind == LiveKind::Checkin && e.account_id == account).await?;
         let n = self.state.store.checked_in_count(&self.account_id).await.ok()?;
-        self.sent_at = Some(Instant::now());
+        self.changes.sent();
         Some(n)
-    }
-
-    /// Waits for a check-in event of this account (or a lag, after which the count is re-read
-    /// anyway: events are hints).
-    async fn changed(&mut self) -> Option<()> {
-        loop {
-            let received = tokio::select! {
-                _ = self.closing.cancelled() => return None,
-                r = self.events.recv() => r,
-            };
-            match received {
-                Ok(e) if e.kind == LiveKind::Checkin && e.account_id == self.account_id => return Some(()),
-                Ok(_) => {}
-                Err(RecvError::Lagged(_)) => return Some(()),
-                Err(RecvError::Closed) => return None,
-            }
-        }
     }
 }

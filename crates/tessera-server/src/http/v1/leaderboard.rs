@@ -8,8 +8,6 @@ use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use serde::Serialize;
-use tokio::sync::broadcast::error::RecvError;
-use tokio::time::Instant;
 use utoipa::ToSchema;
 
 use super::campaign_id;
@@ -20,8 +18,9 @@ use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, AnyKey, Caller, Scheme};
 use crate::http::openapi::{NotFound, VotingAnyKeyErrors};
+use crate::live::Changes;
 use crate::state::AppState;
-use crate::store::live::LiveKind;
+use crate::store::live::{LiveEvent, LiveKind};
 
 /// At most one event a second after the first (D17.18).
 const MIN_GAP: Duration = Duration::from_secs(1);
@@ -141,19 +140,17 @@ pub async fn stream(
     caller: AnyKey<scope::CampaignsRead>,
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, std::convert::Infallible>>>, ApiError> {
-    // Subscribed before the first read, so a change committed in between is not missed.
-    let events = state.live.subscribe();
+    let mut changes = state.live.changes(MIN_GAP);
     let first = first_read(&state, &caller, &id).await?;
+    changes.sent();
     let feed = Feed {
-        closing: state.live.closing(),
         state,
         account_id: caller.account_id.to_string(),
         campaign_id: first.campaign_id.clone(),
         key_campaign: caller.campaign_id.clone(),
         signed: caller.scheme == Scheme::Signed,
-        events,
+        changes,
         pending: Some(first),
-        sent_at: None,
     };
     let stream = futures_util::stream::unfold(feed, |mut feed| async move {
         let board = feed.next().await?;
@@ -167,64 +164,35 @@ fn event(board: Leaderboard) -> Event {
     Event::default().event("leaderboard").data(json)
 }
 
-/// One open stream: what it watches and when it last sent.
+/// One open stream: what it watches and its pace.
 struct Feed {
     state: AppState,
-    closing: tokio_util::sync::CancellationToken,
     account_id: String,
     campaign_id: String,
     key_campaign: Option<String>,
     signed: bool,
-    events: tokio::sync::broadcast::Receiver<crate::store::live::LiveEvent>,
+    changes: Changes,
     /// The first read, sent before waiting for anything.
     pending: Option<Leaderboard>,
-    sent_at: Option<Instant>,
 }
 
 impl Feed {
     /// The next leaderboard to send; `None` ends the stream (the server is stopping, or the
-    /// campaign can no longer be read by this caller).
+    /// campaign can no longer be read by this caller). At most one a second: changes that
+    /// arrive meanwhile are folded into one read.
     async fn next(&mut self) -> Option<Leaderboard> {
         if let Some(first) = self.pending.take() {
-            self.sent_at = Some(Instant::now());
             return Some(first);
         }
-        self.changed().await?;
-        // At most one a second: changes that arrive meanwhile are folded into this one read.
-        if let Some(at) = self.sent_at {
-            tokio::select! {
-                _ = self.closing.cancelled() => return None,
-                _ = tokio::time::sleep_until(at + MIN_GAP) => {}
-            }
-        }
-        while self.events.try_recv().is_ok() {}
+        let (account, campaign) = (self.account_id.clone(), self.campaign_id.clone());
+        let wanted = |e: &LiveEvent| {
+            e.kind == LiveKind::Votes && e.account_id == account && e.campaign_id.as_deref() == Some(campaign.as_str())
+        };
+        self.changes.next(wanted).await?;
         let viewer =
             if self.signed { Viewer::Signed } else { Viewer::Public { only_campaign: self.key_campaign.as_deref() } };
         let board = leaderboard::read(&self.state, &self.account_id, &self.campaign_id, viewer).await.ok()?;
-        self.sent_at = Some(Instant::now());
+        self.changes.sent();
         Some(board)
-    }
-
-    /// Waits for a `votes` event of this campaign (or a lag, after which the store is re-read
-    /// anyway: events are hints).
-    async fn changed(&mut self) -> Option<()> {
-        loop {
-            let received = tokio::select! {
-                _ = self.closing.cancelled() => return None,
-                r = self.events.recv() => r,
-            };
-            match received {
-                Ok(e)
-                    if e.kind == LiveKind::Votes
-                        && e.account_id == self.account_id
-                        && e.campaign_id.as_deref() == Some(self.campaign_id.as_str()) =>
-                {
-                    return Some(())
-                }
-                Ok(_) => {}
-                Err(RecvError::Lagged(_)) => return Some(()),
-                Err(RecvError::Closed) => return None,
-            }
-        }
     }
 }
