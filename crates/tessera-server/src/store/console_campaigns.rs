@@ -37,20 +37,6 @@ const DAY_MS: i64 = 86_400_000;
 pub const MAX_TICKET_TYPES: i64 = 200;
 
 impl Store {
-    /// The account's checked-in tickets (D17.32): one aggregate over the account's campaigns
-    /// (`campaigns_by_account`) and their tickets (`tickets_by_campaign_email`).
-    pub async fn checked_in_count(&self, account_id: &str) -> StoreResult<i64> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS n FROM tickets k \
-             WHERE k.campaign_id IN (SELECT c.id FROM campaigns c WHERE c.account_id = $1) \
-             AND k.account_id = $1 AND k.checked_in = 1",
-        )
-        .bind(account_id)
-        .fetch_one(self.reader())
-        .await?;
-        Ok(row.try_get("n")?)
-    }
-
     /// Every ticket type of the account's campaign (any status), oldest first.
     pub async fn campaign_ticket_types(&self, account_id: &str, campaign_id: &str) -> StoreResult<Vec<TicketTypeLine>> {
         let rows = sqlx::query(

@@ -1,8 +1,7 @@
 //! The console's reads (D17.30): the dashboard's activity figures, the ledger filtered by entry
 //! kind, and the payments search. Each is scoped to one account and walks only that account's
-//! rows through an index (`ledger_by_account`, `ticket_types_by_account`,
-//! `participants_by_account`, `campaigns_by_account` + `tickets_by_campaign_email`,
-//! `transactions_by_account`).
+//! rows through an index (`ledger_sums`, `tickets_checked_in`, `ticket_types_by_account`,
+//! `participants_by_account`, `transactions_by_account`).
 use sqlx::Row;
 
 use super::ledger::{kind, LedgerEntry};
@@ -25,9 +24,8 @@ pub struct Figures {
     pub votes: i64,
 }
 
-/// The account's checked-in tickets, through its campaigns (tickets are indexed by campaign).
-const CHECK_INS: &str = "SELECT COUNT(*) FROM tickets k WHERE k.campaign_id IN \
-     (SELECT c.id FROM campaigns c WHERE c.account_id = $1) AND k.account_id = $1 AND k.checked_in = 1";
+/// The account's checked-in tickets (the partial index `tickets_checked_in` holds only those).
+const CHECK_INS: &str = "SELECT COUNT(*) FROM tickets k WHERE k.account_id = $1 AND k.checked_in = 1";
 
 /// One row of the payments page: only what it shows.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -119,8 +117,9 @@ impl Store {
         })
     }
 
-    /// The account's checked-in tickets (the dashboard's and the gate page's live counter).
-    pub async fn console_check_ins(&self, account_id: &str) -> StoreResult<i64> {
+    /// The account's checked-in tickets (D17.32: the dashboard's figure, the gate page's counter
+    /// and the live stream's).
+    pub async fn checked_in_count(&self, account_id: &str) -> StoreResult<i64> {
         let r = sqlx::query(&format!("SELECT ({CHECK_INS}) AS n")).bind(account_id).fetch_one(self.reader()).await?;
         Ok(r.try_get("n")?)
     }
