@@ -209,6 +209,7 @@ on_both!(
     forms_without_the_csrf_token_or_from_another_site_are_refused,
     a_gate_member_sees_only_the_gate_page_and_gets_403_elsewhere,
     removing_a_member_ends_their_sessions,
+    console_form_posts_count_against_the_per_ip_limit_and_are_refused_as_a_page,
 );
 
 async fn a_member_signs_in_with_a_mailed_passcode_lands_by_role_and_signs_out(b: Backend) {
@@ -366,4 +367,29 @@ async fn removing_a_member_ends_their_sessions(b: Backend) {
     assert_eq!(emails, vec![owner.as_str()]);
     let out = p.cli(&["admin", "member", "remove", "--account", &p.account.slug, "--email", &owner, "--json"]);
     assert!(!out.status.success(), "the last owner stays");
+}
+
+async fn console_form_posts_count_against_the_per_ip_limit_and_are_refused_as_a_page(b: Backend) {
+    let p = crate::payments::spawn_paid_with(b, |c| {
+        c.security.rate_limit_per_ip = 60;
+        c.security.rate_limit_per_ip_burst = 3;
+    })
+    .await;
+    let browser = Browser::new(&p);
+    let form = browser.get("/console").await;
+    let mut refused = None;
+    for i in 0..6 {
+        let email = format!("visitor-{i}@nowhere.example.com");
+        let r = browser.submit(&form, "/console/sign-in", &[("email", &email)]).await;
+        if r.status == 429 {
+            refused = Some(r);
+            break;
+        }
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let refused = refused.expect("the fourth post in a burst of three is refused");
+    assert!(refused.headers.contains_key("retry-after"));
+    assert!(refused.body.starts_with("<!doctype html>"), "an HTML page: {}", refused.body);
+    // Reading pages is not counted.
+    assert_eq!(browser.get("/console").await.status, 200);
 }

@@ -1,4 +1,4 @@
-//! The edge: the per-IP rate limit on API paths (D2.10; provider webhooks exempt, D17.16) and CORS preflight for the
+//! The edge: the per-IP rate limit on API paths and console form posts (D2.10; provider webhooks exempt, D17.16) and CORS preflight for the
 //! domain-key routes (D2.3: answered only for approved domains).
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
@@ -27,8 +27,10 @@ pub fn origin_host(origin: &str) -> Option<String> {
 pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
     // D17.16: provider webhooks are outside the per-IP limit (their signature check is first
-    // and cheap); every other API route keeps it.
-    if !path.starts_with("/api/") || path.starts_with(WEBHOOKS_PREFIX) {
+    // and cheap); every other API route keeps it, and so do the console's form posts (sign-in
+    // included: each writes), refused with an HTML page.
+    let console_post = path.starts_with("/console/") && req.method() == Method::POST;
+    if (!path.starts_with("/api/") && !console_post) || path.starts_with(WEBHOOKS_PREFIX) {
         return next.run(req).await;
     }
     if req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD) {
@@ -59,6 +61,10 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
                 }
             }
             resp
+        }
+        Err(info) if console_post => {
+            let message = "too many requests from this address".to_string();
+            crate::http::console::ConsoleError::Throttled(info.reset_secs, message).into_response()
         }
         Err(info) => ApiError::rate_limited(info, "too many requests from this address").into_response(),
     };
