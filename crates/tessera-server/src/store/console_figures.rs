@@ -4,7 +4,7 @@
 //! `participants_by_account`, `transactions_by_account`).
 use sqlx::Row;
 
-use super::ledger::{kind, LedgerEntry};
+use super::ledger::{kind, sum};
 use super::query::{Arg, Filter};
 use super::sqlite_read::{FromRow, Get};
 use super::{Store, StoreResult};
@@ -53,23 +53,6 @@ impl FromRow for PaymentRow {
             refunded: r.get("refunded")?,
         })
     }
-}
-
-impl FromRow for LedgerEntry {
-    fn from_row(r: &impl Get) -> StoreResult<LedgerEntry> {
-        Ok(LedgerEntry {
-            id: r.get("id")?,
-            kind: r.get("kind")?,
-            amount: r.get("amount")?,
-            reference: r.get("reference")?,
-            settles_at: r.get("settles_at")?,
-            created_at: r.get("created_at")?,
-        })
-    }
-}
-
-fn sum(expr: &str) -> String {
-    format!("CAST(COALESCE(SUM({expr}), 0) AS BIGINT)")
 }
 
 impl Store {
@@ -122,29 +105,6 @@ impl Store {
     pub async fn checked_in_count(&self, account_id: &str) -> StoreResult<i64> {
         let r = sqlx::query(&format!("SELECT ({CHECK_INS}) AS n")).bind(account_id).fetch_one(self.reader()).await?;
         Ok(r.try_get("n")?)
-    }
-
-    /// One page of the account's ledger entries, newest first, of one kind when `kind` is given
-    /// (`Store::ledger_entries` with a filter), with the total.
-    pub async fn console_ledger(
-        &self,
-        account_id: &str,
-        kind: Option<&str>,
-        page: (u32, u32),
-    ) -> StoreResult<(Vec<LedgerEntry>, u64)> {
-        let mut f = Filter::new();
-        f.and("account_id = ?", Arg::Text(account_id.into()));
-        if let Some(k) = kind {
-            f.and("kind = ?", Arg::Text(k.into()));
-        }
-        self.page_of(
-            "id, kind, amount, reference, settles_at, created_at",
-            "FROM ledger_entries",
-            "created_at DESC, id DESC",
-            &f,
-            page,
-        )
-        .await
     }
 
     /// One page of the account's payments, newest first: all of them when `q` is empty, else

@@ -4,6 +4,7 @@
 use sqlx::Row;
 
 use super::query::{Arg, Filter};
+use super::sqlite_read::{FromRow, Get};
 use super::{Store, StoreResult};
 use crate::domain::withdrawals::WithdrawalStatus;
 
@@ -65,7 +66,20 @@ pub struct Discrepancy {
     pub found: i64,
 }
 
-fn sum(expr: &str) -> String {
+impl FromRow for LedgerEntry {
+    fn from_row(r: &impl Get) -> StoreResult<LedgerEntry> {
+        Ok(LedgerEntry {
+            id: r.get("id")?,
+            kind: r.get("kind")?,
+            amount: r.get("amount")?,
+            reference: r.get("reference")?,
+            settles_at: r.get("settles_at")?,
+            created_at: r.get("created_at")?,
+        })
+    }
+}
+
+pub(super) fn sum(expr: &str) -> String {
     format!("CAST(COALESCE(SUM({expr}), 0) AS BIGINT)")
 }
 
@@ -94,26 +108,25 @@ impl Store {
         })
     }
 
-    /// One page of the account's entries, newest first, with the total.
-    pub async fn ledger_entries(&self, account_id: &str, page: (u32, u32)) -> StoreResult<(Vec<LedgerEntry>, u64)> {
+    /// One page of the account's entries, newest first, of one kind when `kind` is given, with
+    /// the total (`GET /ledger` and the console's ledger page).
+    pub async fn ledger_entries(
+        &self,
+        account_id: &str,
+        kind: Option<&str>,
+        page: (u32, u32),
+    ) -> StoreResult<(Vec<LedgerEntry>, u64)> {
         let mut f = Filter::new();
         f.and("account_id = ?", Arg::Text(account_id.into()));
-        self.page(
+        if let Some(k) = kind {
+            f.and("kind = ?", Arg::Text(k.into()));
+        }
+        self.page_of(
             "id, kind, amount, reference, settles_at, created_at",
             "FROM ledger_entries",
             "created_at DESC, id DESC",
             &f,
             page,
-            |r| {
-                Ok(LedgerEntry {
-                    id: r.try_get("id")?,
-                    kind: r.try_get("kind")?,
-                    amount: r.try_get("amount")?,
-                    reference: r.try_get("reference")?,
-                    settles_at: r.try_get("settles_at")?,
-                    created_at: r.try_get("created_at")?,
-                })
-            },
         )
         .await
     }

@@ -12,6 +12,7 @@ use tessera_server::cli::admin;
 use crate::helpers::Backend;
 use crate::my_tickets::spawn_mailing;
 use crate::payments::{drain, PayApp};
+pub(crate) use crate::portal::mailed_code;
 
 /// One fetched page: status, headers, body and its parsed document.
 pub(crate) struct Page {
@@ -157,18 +158,6 @@ impl Browser {
         let pairs: Vec<(&str, &str)> = all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         self.post(action, &pairs).await
     }
-}
-
-/// The newest passcode mailed to `to` (addresses compared case-insensitively, D17.10).
-pub(crate) fn mailed_code(p: &PayApp, to: &str) -> Option<String> {
-    let to = to.to_lowercase();
-    p.sandbox.mail().into_iter().find(|m| m["to"].as_str().is_some_and(|t| t.to_lowercase().contains(&to))).and_then(
-        |m| {
-            let text = m["text"].as_str().unwrap_or_default().to_string();
-            let first = text.lines().next().unwrap_or_default().to_string();
-            first.rsplit_once(" is ").map(|(_, code)| code.trim_end_matches('.').to_string())
-        },
-    )
 }
 
 /// Adds a member of the test account with `role`; its e-mail.

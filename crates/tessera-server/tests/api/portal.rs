@@ -56,13 +56,17 @@ pub(crate) fn portal_ok(r: &RawResponse, status: u16) -> Value {
     body["data"].clone()
 }
 
-/// The newest passcode mailed to `to` ("Your passcode is 123456.").
+/// The newest passcode mailed to `to` ("Your passcode is 123456."); addresses compared
+/// case-insensitively (D17.10).
 pub(crate) fn mailed_code(p: &PayApp, to: &str) -> Option<String> {
-    p.sandbox.mail().into_iter().find(|m| m["to"].as_str().is_some_and(|t| t.contains(to))).and_then(|m| {
-        let text = m["text"].as_str().unwrap_or_default().to_string();
-        let first = text.lines().next().unwrap_or_default().to_string();
-        first.rsplit_once(" is ").map(|(_, code)| code.trim_end_matches('.').to_string())
-    })
+    let to = to.to_lowercase();
+    p.sandbox.mail().into_iter().find(|m| m["to"].as_str().is_some_and(|t| t.to_lowercase().contains(&to))).and_then(
+        |m| {
+            let text = m["text"].as_str().unwrap_or_default().to_string();
+            let first = text.lines().next().unwrap_or_default().to_string();
+            first.rsplit_once(" is ").map(|(_, code)| code.trim_end_matches('.').to_string())
+        },
+    )
 }
 
 pub(crate) fn mails_to(p: &PayApp, to: &str) -> usize {

@@ -107,7 +107,7 @@ pub async fn list(State(state): State<AppState>, caller: Caller, RawQuery(raw): 
     }
     let (rows, total) = if errors.is_empty() {
         let kind = (!ty.is_empty()).then_some(ty);
-        state.store.console_ledger(caller.account_id(), kind, (page, PER_PAGE)).await?
+        state.store.ledger_entries(caller.account_id(), kind, (page, PER_PAGE)).await?
     } else {
         (Vec::new(), 0)
     };

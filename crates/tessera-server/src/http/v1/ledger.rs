@@ -74,7 +74,7 @@ pub async fn list(
     caller: Signed<scope::WithdrawalsWrite>,
     q: ListQuery<NoFilters>,
 ) -> ApiResult<Vec<LedgerEntryOut>> {
-    let (items, total) = state.store.ledger_entries(&caller.account_id, q.page.bounds()).await?;
+    let (items, total) = state.store.ledger_entries(&caller.account_id, None, q.page.bounds()).await?;
     let out = items
         .into_iter()
         .map(|e| LedgerEntryOut {
