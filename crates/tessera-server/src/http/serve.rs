@@ -14,7 +14,8 @@
 //!   to finish what it is reading or handling and close, and the loop returns once all have.
 //!
 //! - **Refusals hyper writes itself** (a head it cannot read: 400, 414, 431) are replaced on the
-//!   way out by the JSON error envelope with a request id (D17.44, see `refusal`).
+//!   way out by the JSON error envelope with a request id (D17.44, see `refusal`), and the socket
+//!   then closes lingering (see `linger`), so the client reads the answer instead of a reset.
 //!
 //! Slow-client protection is proved by `tests/api/hardening.rs`
 //! (`slow_clients_cannot_starve_a_well_behaved_one`).
@@ -132,19 +133,71 @@ impl Activity {
 /// A socket that records when it last read or wrote a byte, and that puts hyper's own refusals
 /// of unreadable requests into the error envelope (see [`refusal`]).
 struct Tracked {
-    inner: TcpStream,
+    /// The socket; taken only when the connection ends (see [`linger`]).
+    inner: Option<TcpStream>,
     activity: Arc<Activity>,
     /// The envelope answer replacing hyper's bare one, and how much of it is written. Once set,
     /// hyper's writes are taken and dropped: it closes the connection after its refusal.
     replaced: Option<(Vec<u8>, usize)>,
+    /// The connection's place under the cap, held until the socket is closed.
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Drop for Tracked {
+    /// A refused request may have bytes the server never read: closing the socket with them
+    /// unread would reset the connection, and a reset makes the client's kernel drop the answer
+    /// it has not read yet. So after a refusal the socket lingers (see [`linger`]).
+    fn drop(&mut self) {
+        if self.replaced.is_none() {
+            return;
+        }
+        if let (Some(stream), Ok(rt)) = (self.inner.take(), tokio::runtime::Handle::try_current()) {
+            rt.spawn(linger(stream, self.permit.take()));
+        }
+    }
+}
+
+/// How long, and for how many bytes, a refused connection is drained before it is closed.
+const LINGER_TIME: Duration = Duration::from_secs(2);
+const LINGER_MAX_BYTES: usize = 4 << 20;
+
+/// A lingering close, as web servers make one (nginx's `lingering_close`): the write side is
+/// closed so that the client reads the answer and its end, then what the client still sends is
+/// read and dropped, for [`LINGER_TIME`] and [`LINGER_MAX_BYTES`] at most, before the socket
+/// closes. The connection keeps its permit meanwhile, so lingering sockets count against the cap.
+async fn linger(mut stream: TcpStream, permit: Option<OwnedSemaphorePermit>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let _permit = permit;
+    if stream.shutdown().await.is_err() {
+        return;
+    }
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut left = LINGER_MAX_BYTES;
+    let _ = tokio::time::timeout(LINGER_TIME, async {
+        while left > 0 {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    })
+    .await;
 }
 
 impl Tracked {
+    /// The socket, while the connection lasts (it is taken only on drop).
+    fn io(&mut self) -> std::io::Result<Pin<&mut TcpStream>> {
+        self.inner.as_mut().map(Pin::new).ok_or_else(|| std::io::ErrorKind::NotConnected.into())
+    }
+
     /// Writes the rest of the replacement answer.
     fn poll_replaced(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         let Some((bytes, done)) = self.replaced.as_mut() else { return Poll::Ready(Ok(())) };
         while *done < bytes.len() {
-            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &bytes[*done..]))?;
+            let Some(inner) = self.inner.as_mut() else {
+                return Poll::Ready(Err(std::io::ErrorKind::NotConnected.into()));
+            };
+            let n = ready!(Pin::new(inner).poll_write(cx, &bytes[*done..]))?;
             if n == 0 {
                 return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
             }
@@ -214,7 +267,7 @@ impl AsyncRead for Tracked {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
         let before = buf.filled().len();
-        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
+        let r = this.io()?.poll_read(cx, buf);
         if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
             this.activity.touch();
         }
@@ -228,7 +281,7 @@ impl AsyncWrite for Tracked {
         if let Some(r) = this.take_over(cx, data, data.len()) {
             return r;
         }
-        let r = Pin::new(&mut this.inner).poll_write(cx, data);
+        let r = this.io()?.poll_write(cx, data);
         if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
             this.activity.touch();
         }
@@ -244,24 +297,24 @@ impl AsyncWrite for Tracked {
         if let Some(r) = this.take_over(cx, first, bufs.iter().map(|b| b.len()).sum()) {
             return r;
         }
-        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        let r = this.io()?.poll_write_vectored(cx, bufs);
         if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
             this.activity.touch();
         }
         r
     }
     fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+        self.inner.as_ref().is_some_and(TcpStream::is_write_vectored)
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
         ready!(this.poll_replaced(cx))?;
-        Pin::new(&mut this.inner).poll_flush(cx)
+        this.io()?.poll_flush(cx)
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
         ready!(this.poll_replaced(cx))?;
-        Pin::new(&mut this.inner).poll_shutdown(cx)
+        this.io()?.poll_shutdown(cx)
     }
 }
 
@@ -287,11 +340,12 @@ async fn connection(
     app: Router,
     limits: Limits,
     mut stop: watch::Receiver<bool>,
-    _permit: OwnedSemaphorePermit,
+    permit: OwnedSemaphorePermit,
 ) {
     let _ = stream.set_nodelay(true);
     let activity = Arc::new(Activity { opened: Instant::now(), last_ms: AtomicU64::new(0) });
-    let io = TokioIo::new(Tracked { inner: stream, activity: activity.clone(), replaced: None });
+    let io =
+        TokioIo::new(Tracked { inner: Some(stream), activity: activity.clone(), replaced: None, permit: Some(permit) });
     let in_flight = Arc::new(AtomicUsize::new(0));
     let counter = in_flight.clone();
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
@@ -309,6 +363,10 @@ async fn connection(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
         .keep_alive(true)
+        // A client may close its sending side once its request is out and wait for the answer
+        // (`shutdown(SHUT_WR)`): without this hyper takes that end for the client going away
+        // and drops the answer being made.
+        .half_close(true)
         // Past hyper's own limits it answers 414 or 431 itself (and 400 to a head it cannot
         // read), which `Tracked` puts into the envelope; the request-id middleware refuses
         // smaller excesses (a target over 8 KiB, more than 100 headers, 32 KiB of them) first.
