@@ -844,6 +844,29 @@ async fn cancelling_without_refunds_archives_and_files_none(b: Backend) {
     assert_ledger_clean(&p);
 }
 
+/// A cancellation's refund the available balance does not cover (money still settling) is
+/// recorded `failed` with why, never sent to the provider, and changes nothing else (D17.37).
+async fn a_cancellation_refund_the_balance_cannot_cover_is_failed_and_never_sent(b: Backend) {
+    let p = spawn_paid_with(b, |c| c.payments.settlement_delay_seconds = 3600).await;
+    let (c, reference, codes) = paid_tickets(&p, 10.0, 2).await;
+    let r = cancel(&p, &c, json!({"reason": "Venue flooded", "refund": true})).await;
+    assert_eq!(r.status, 202, "{}", r.json());
+    drain(&p).await;
+    let l = list(&p, &reference).await;
+    let items = l["data"].as_array().expect("refunds");
+    assert_eq!(items.len(), 1, "{l}");
+    assert_eq!(items[0]["status"], "failed", "{l}");
+    let why = items[0]["failureReason"].as_str().unwrap_or_default();
+    assert!(why.starts_with("the available balance"), "{why}");
+    assert!(sandbox_refunds(&p).await.is_empty(), "nothing was asked of the provider");
+    assert_eq!(campaign(&p, &c).await["refunds"], json!({"requested": 1, "succeeded": 0, "failed": 1}));
+    let shown = payment(&p, &reference).await;
+    assert_eq!(num(&shown["refunded"]), 0.0);
+    assert_eq!(ticket_statuses(&shown).len(), codes.len());
+    assert!(ticket_statuses(&shown).iter().all(|(_, s)| s != "void"), "{shown}");
+    assert_ledger_clean(&p);
+}
+
 async fn the_provider_b_gateway_refunds_too(b: Backend) {
     let p = spawn(b).await;
     let own = p.sandbox.provider_url("provider_b");
@@ -1001,6 +1024,7 @@ on_both!(
     refunds_need_the_scope_and_stay_in_their_account,
     cancelling_a_campaign_refunds_every_buyer_once_and_voids_every_ticket,
     cancelling_without_refunds_archives_and_files_none,
+    a_cancellation_refund_the_balance_cannot_cover_is_failed_and_never_sent,
     the_provider_b_gateway_refunds_too,
     a_sigkill_between_the_refund_call_and_its_result_refunds_once,
 );
