@@ -27,6 +27,11 @@
 # BENCH_CLIENT_THREADS (2), BENCH_SERVER_BIN (the server binary to measure, default the release
 # build; set it to a copy of an earlier build to compare two builds in adjacent runs).
 # Extra arguments go to the harness (e.g. --phases healthz,list).
+# BENCH_SERVER_CPUS and BENCH_CLIENT_CPUS (taskset CPU lists, e.g. 0 and 1) pin the server and the
+# load generator to CPUs of their own, so that the server's rate is not also paying for its
+# clients' (or a Redis's) CPU; docs/performance.md says which runs were pinned.
+# BENCH_REDIS_CPUS (a taskset CPU list) starts a Redis of the run's own (empty, no persistence) on
+# those CPUs and points REDIS_URL at it: Redis on a core of its own, as on its own host.
 # REDIS_URL, when set, reaches the server (the shared replay and limit store of several instances,
 # docs/deployment.md), so the signed path can be measured with Redis; its keys go under
 # TESSERA_REDIS_KEY_PREFIX, by default one of this run's own (a shared Redis is left alone).
@@ -42,6 +47,10 @@ CLIENT_THREADS=${BENCH_CLIENT_THREADS:-2}
 REPLAY_CAPACITY=${BENCH_REPLAY_CAPACITY-64000000}
 URL="http://127.0.0.1:$PORT"
 SERVER_BIN=${BENCH_SERVER_BIN:-target/release/tessera}
+server_pin=()
+client_pin=()
+if [ -n "${BENCH_SERVER_CPUS:-}" ]; then server_pin=(taskset -c "$BENCH_SERVER_CPUS"); fi
+if [ -n "${BENCH_CLIENT_CPUS:-}" ]; then client_pin=(taskset -c "$BENCH_CLIENT_CPUS"); fi
 
 echo "== building (release)"
 cargo build --release --quiet
@@ -49,7 +58,12 @@ cargo bench -p tessera-server --bench load --no-run --quiet
 
 data_dir=$(mktemp -d)
 server_pid=""
+redis_pid=""
 cleanup() {
+  if [ -n "$redis_pid" ]; then
+    kill "$redis_pid" 2>/dev/null || true
+    wait "$redis_pid" 2>/dev/null || true
+  fi
   if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
     kill -TERM "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
@@ -64,6 +78,19 @@ echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 echo "kernel: $(uname -sr), $(rustc --version)"
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
 echo "server: $SERVER_BIN"
+echo "cpus: server ${BENCH_SERVER_CPUS:-any}, load generator ${BENCH_CLIENT_CPUS:-any}"
+if [ -n "${BENCH_REDIS_CPUS:-}" ]; then
+  redis_port=$((PORT + 1))
+  taskset -c "$BENCH_REDIS_CPUS" redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$data_dir" >"$data_dir/redis.log" 2>&1 &
+  redis_pid=$!
+  for _ in $(seq 1 50); do
+    redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  REDIS_URL="redis://127.0.0.1:$redis_port"
+  echo "redis: its own, on 127.0.0.1:$redis_port, cpus $BENCH_REDIS_CPUS"
+fi
 if [ -n "${REDIS_URL:-}" ]; then
   export REDIS_URL TESSERA_REDIS_KEY_PREFIX=${TESSERA_REDIS_KEY_PREFIX:-tessera:bench:$$:}
   echo "replay store: redis (key prefix $TESSERA_REDIS_KEY_PREFIX)"
@@ -79,7 +106,7 @@ fi
 
 echo "== starting tessera on $URL (data in $data_dir, limits off, replay capacity ${REPLAY_CAPACITY:-default}, RUST_LOG=warn)"
 TESSERA_RATE_LIMIT_PER_ACCOUNT=0 TESSERA_RATE_LIMIT_PER_IP=0 TESSERA_AUTH_FAILURE_LIMIT=0 RUST_LOG=warn \
-  "$SERVER_BIN" "${config_args[@]}" --data-dir "$data_dir" serve --demo --listen "127.0.0.1:$PORT" \
+  "${server_pin[@]}" "$SERVER_BIN" "${config_args[@]}" --data-dir "$data_dir" serve --demo --listen "127.0.0.1:$PORT" \
   >"$data_dir/server.log" 2>&1 &
 server_pid=$!
 
@@ -106,7 +133,7 @@ echo "server rss at start: $(awk '/VmRSS/ {print $2, $3}' "/proc/$server_pid/sta
 
 echo "== load (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
 rc=0
-cargo bench -p tessera-server --bench load --quiet -- --url "$URL" --key-id "$key_id" --secret "$secret" \
+"${client_pin[@]}" cargo bench -p tessera-server --bench load --quiet -- --url "$URL" --key-id "$key_id" --secret "$secret" \
   --connections "$CONNECTIONS" --requests "$REQUESTS" --list-requests "$LIST_REQUESTS" --rounds "$ROUNDS" \
   --client-threads "$CLIENT_THREADS" \
   --server-pid "$server_pid" "$@" || rc=$?

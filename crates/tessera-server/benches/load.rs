@@ -53,6 +53,9 @@ use tokio::sync::Barrier;
 const CONTEXT_PATH: &str = "/api/white-label/v1/context";
 const CAMPAIGNS_PATH: &str = "/api/white-label/v1/campaigns";
 const SIGNED_TARGET: f64 = 0.8;
+/// The signed path's target when its guards are in Redis (`REDIS_URL` set, as `scripts/bench.sh`
+/// exports it): one round trip to Redis per request (issue 23).
+const SIGNED_REDIS_TARGET: f64 = 0.6;
 const REJECTED_TARGET: f64 = 0.9;
 const LIST_TARGET: f64 = 0.3;
 /// Campaigns the list phase needs on the account (more than one page of 20).
@@ -553,7 +556,11 @@ fn print_report(o: &Options, rounds: &[Vec<Measured>], total: &[Measured; 4]) {
     println!("| ratio (req/s against /healthz) | median of rounds | per round | all rounds pooled | target | met |");
     println!("|---|---:|---|---:|---:|---|");
     for (label, i, target) in [
-        ("signed / healthz", 1, SIGNED_TARGET),
+        (
+            "signed / healthz",
+            1,
+            if std::env::var_os("REDIS_URL").is_some() { SIGNED_REDIS_TARGET } else { SIGNED_TARGET },
+        ),
         ("rejected / healthz", 2, REJECTED_TARGET),
         ("list / healthz", 3, LIST_TARGET),
     ] {
