@@ -65,6 +65,7 @@ on_both!(
     console_gate_unknown_void_and_other_accounts_codes_are_invalid,
     console_gate_twenty_concurrent_posts_from_two_gates_check_in_once,
     console_gate_live_stream_counts_an_api_check_in_within_a_second,
+    console_gate_live_stream_ends_when_its_member_is_removed,
     console_gate_roles_empty_code_and_csrf,
 );
 
@@ -248,6 +249,38 @@ async fn console_gate_live_stream_counts_an_api_check_in_within_a_second(b: Back
     let anon = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
     let r = anon.get(p.url("/console/live")).send().await.expect("send");
     assert_eq!(r.status().as_u16(), 303);
+}
+
+/// A removed member's open stream ends at the next change instead of counting on (the session
+/// is checked before every re-read), and the browser's reconnect is refused.
+async fn console_gate_live_stream_ends_when_its_member_is_removed(b: Backend) {
+    let (p, browser, email) = signed_in(b, "gate").await;
+    let (_, tickets) = issued(&p, &p.account, 2).await;
+    let mut live = Live::open(&p, &browser).await;
+    assert_eq!(live.next(Duration::from_secs(5)).await, Some(json!({"checkIns": 0})));
+    let verify = |code: String| json!({"ticketCode": code, "autoVerify": true});
+    let r = send(&p, &p.account.private, Method::POST, VERIFY, Some(verify(code_of(&tickets[0])))).await;
+    assert_eq!(r.json()["data"]["result"], "checked_in", "{}", r.json());
+    assert_eq!(live.next(Duration::from_secs(1)).await, Some(json!({"checkIns": 1})), "counts while a member");
+
+    let (owner, _) = sign_in(&p, &member(&p, "owner").await).await;
+    let gate_id = p.store.org_member_by_email(&p.account.id, &email).await.expect("member").id;
+    let team = owner.get("/console/team").await;
+    let r = owner.submit(&team, &format!("/console/team/{gate_id}/remove"), &[]).await;
+    assert_eq!(r.status, 303, "{}", r.body);
+    let r = send(&p, &p.account.private, Method::POST, VERIFY, Some(verify(code_of(&tickets[1])))).await;
+    assert_eq!(r.json()["data"]["result"], "checked_in", "{}", r.json());
+    assert_eq!(live.next(Duration::from_secs(2)).await, None, "the removed member's stream sends nothing more");
+    assert!(matches!(live.response.chunk().await, Ok(None) | Err(_)), "and it has ended");
+    let session = browser.session_cookie().expect("the old cookie");
+    let again = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let r = again
+        .get(p.url("/console/live"))
+        .header("cookie", format!("tessera_console={session}"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 303, "a reconnect without a session goes to the sign-in");
 }
 
 async fn console_gate_roles_empty_code_and_csrf(b: Backend) {

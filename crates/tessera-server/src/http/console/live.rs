@@ -1,8 +1,12 @@
 //! `/console/live` (D17.32): the live counters as server-sent events. `event: counters` with
 //! `{"checkIns": N}` (the account's checked-in tickets) at once, then after every check-in live
 //! event of the caller's account (D17.5: committed on any instance), bursts folded into one
-//! re-read at most every 100 ms; a `: keep-alive` comment every 15 s. The stream ends when the
-//! server stops (the live closing token); a browser reconnects by itself. `console.js` shows each value in
+//! re-read at most every 100 ms; a `: keep-alive` comment every 15 s. Before each re-read, and
+//! every 15 s without an event, the stream checks that its session still holds (signed out,
+//! expired, the member removed or the account revoked end it); a quiet stream re-reads the count
+//! then too and sends it when it changed. The stream
+//! ends when the server stops (the live closing token) or its session ends; a browser reconnects
+//! by itself, and a reconnect without a session is refused. `console.js` shows each value in
 //! the elements with `data-live="<name>"`.
 use std::convert::Infallible;
 use std::time::Duration;
@@ -21,6 +25,8 @@ use crate::store::live::LiveKind;
 const MIN_GAP: Duration = Duration::from_millis(100);
 /// A comment line this often keeps an idle stream open through proxies and idle timeouts.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// How long a stream waits for an event before it checks its session and re-reads the count.
+const RECHECK: Duration = Duration::from_secs(15);
 
 /// GET /console/live — roles that may open the gate page or the dashboard.
 pub async fn stream(
@@ -31,7 +37,14 @@ pub async fn stream(
     let mut changes = state.live.changes(MIN_GAP);
     let first = state.store.checked_in_count(caller.account_id()).await?;
     changes.sent();
-    let feed = Feed { state, account_id: caller.account_id().to_string(), changes, pending: Some(first) };
+    let feed = Feed {
+        state,
+        account_id: caller.account_id().to_string(),
+        session_hash: caller.signed.session_hash().to_string(),
+        changes,
+        pending: Some(first),
+        last: first,
+    };
     let stream = futures_util::stream::unfold(feed, |mut feed| async move {
         let n = feed.next().await?;
         Some((Ok(counters(n)), feed))
@@ -47,21 +60,50 @@ fn counters(check_ins: i64) -> Event {
 struct Feed {
     state: AppState,
     account_id: String,
+    /// The member's session, checked again while the stream lasts.
+    session_hash: String,
     changes: Changes,
     /// The first read, sent before waiting for anything.
     pending: Option<i64>,
+    /// The count sent last.
+    last: i64,
 }
 
 impl Feed {
-    /// The next count to send; `None` ends the stream (the server is stopping).
+    /// The next count to send; `None` ends the stream (the server is stopping, or the session
+    /// ended).
     async fn next(&mut self) -> Option<i64> {
         if let Some(first) = self.pending.take() {
             return Some(first);
         }
-        let account = self.account_id.clone();
-        self.changes.next(|e| e.kind == LiveKind::Checkin && e.account_id == account).await?;
-        let n = self.state.store.checked_in_count(&self.account_id).await.ok()?;
-        self.changes.sent();
-        Some(n)
+        loop {
+            let account = self.account_id.clone();
+            let wanted =
+                move |e: &crate::store::live::LiveEvent| e.kind == LiveKind::Checkin && e.account_id == account;
+            let quiet = match tokio::time::timeout(RECHECK, self.changes.next(wanted)).await {
+                Ok(event) => {
+                    event?;
+                    false
+                }
+                Err(_) => true,
+            };
+            if !self.session_holds().await {
+                return None;
+            }
+            let n = self.state.store.checked_in_count(&self.account_id).await.ok()?;
+            if quiet && n == self.last {
+                continue;
+            }
+            self.changes.sent();
+            self.last = n;
+            return Some(n);
+        }
+    }
+
+    /// Whether the stream's session still holds (a store error ends the stream too: the
+    /// browser reconnects and is asked again).
+    async fn session_holds(&self) -> bool {
+        let now = crate::domain::time::now_ms();
+        matches!(self.state.store.console_session(&self.session_hash, now).await, Ok(Some(_)))
     }
 }
