@@ -159,6 +159,7 @@ async fn every_page_of(p: &PayApp, email: &str, extra: &[String]) -> BTreeSet<St
 on_both!(
     every_page_each_role_opens_is_labelled_protected_small_and_self_contained,
     the_default_theme_meets_wcag_aa_contrast,
+    an_unknown_console_path_is_an_html_404_page,
 );
 
 async fn every_page_each_role_opens_is_labelled_protected_small_and_self_contained(b: Backend) {
@@ -371,4 +372,28 @@ fn contrast_matches_the_wcag_examples() {
     let parsed = rules("a { color: #0b4f8a; } @media (max-width: 1px) { main { padding: 8px; } }");
     assert_eq!(parsed.len(), 2);
     assert_eq!(parsed[1].0, "main");
+}
+
+/// A path under /console that is no page answers a page too: 404 in HTML, signed in or not, for
+/// any method (the API's JSON 404 is for the API's paths).
+async fn an_unknown_console_path_is_an_html_404_page(b: Backend) {
+    let p = spawn_mailing(b).await;
+    let (owner, _) = sign_in(&p, &member(&p, "owner").await).await;
+    let anon = Browser::new(&p);
+    for browser in [&owner, &anon] {
+        for path in ["/console/nope", "/console/campaigns/a/b", "/console/assets/x/y.css"] {
+            let page = browser.get(path).await;
+            assert_eq!(page.status, 404, "{path}: {}", page.body);
+            let ct = page.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            assert!(ct.starts_with("text/html"), "{path}: {ct}");
+            assert!(page.text("main").contains("No such page."), "{path}: {}", page.body);
+        }
+        let posted = browser.post("/console/nope", &[("csrf", "x")]).await;
+        assert_eq!(posted.status, 404, "{}", posted.body);
+    }
+    // The API's unknown paths keep the JSON envelope.
+    let r = p.http.get(p.url("/api/white-label/v1/nope")).send().await.expect("send");
+    assert_eq!(r.status().as_u16(), 404);
+    let body: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(body["success"], false, "{body}");
 }

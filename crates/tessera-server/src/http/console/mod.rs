@@ -31,7 +31,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::Router;
 
 use crate::domain::console::{Page, Role};
@@ -98,6 +98,13 @@ pub fn router() -> Router<AppState> {
         .route("/console/gate", get(gate::show).post(gate::check))
         .route("/console/reseller", get(reseller::show))
         .merge(reseller::routes())
+        // Any other path under /console is a page that does not exist: an HTML 404, as a
+        // browser expects (the API's JSON 404 is for the API's paths).
+        .route("/console/{*rest}", any(unknown_page))
+}
+
+async fn unknown_page() -> Response {
+    view::error_page(StatusCode::NOT_FOUND, "No such page.")
 }
 
 /// A cookie's value from the request headers.
