@@ -20,7 +20,7 @@ use crate::domain::portal::{Channel, CodeTry};
 use crate::notify::PORTAL_PASSCODE_EVENT;
 use crate::store::console::{self as console_store, OrgMember, TeamActor};
 use crate::store::portal::PortalSession;
-use crate::store::{Store, StoreResult};
+use crate::store::{Store, StoreError, StoreResult};
 
 /// The purpose of console sign-in challenges (only these open a console session).
 const CONSOLE_SIGN_IN: &str = "console_sign_in";
@@ -128,6 +128,35 @@ pub async fn session(store: &Store, keyring: &Keyring, token: &str, now: i64) ->
         store.touch_console_session(&s.token_hash, slid).await?;
     }
     Ok(Some(Signed::Member { session_hash: s.token_hash, member: s.member }))
+}
+
+/// Switches a member's session to another membership of the same e-mail (D17.28: proving the
+/// address with the passcode signed the person in; which of its accounts they work in is a
+/// choice). In one transaction the current session ends and the new one opens, audited. Another
+/// e-mail's member, a revoked account's, or a reseller user's session: 404.
+pub async fn switch(
+    store: &Store,
+    keyring: &Keyring,
+    signed: &Signed,
+    member_id: &str,
+    request_id: Option<String>,
+    now: i64,
+) -> StoreResult<Opened> {
+    let Signed::Member { session_hash, member } = signed else { return Err(StoreError::NotFound("account")) };
+    let target = store
+        .org_memberships(&member.email)
+        .await?
+        .into_iter()
+        .map(|m| m.member)
+        .find(|m| m.id == member_id)
+        .ok_or(StoreError::NotFound("account"))?;
+    let token = new_token(MEMBER_TOKEN_PREFIX);
+    let expires_at = now + PORTAL_SESSION_MS;
+    let mut tx = store.begin().await?;
+    console_store::end_session(&mut tx, session_hash).await?;
+    console_store::insert_session(&mut tx, &keyring.hash_secret(&token), &target, expires_at, request_id, now).await?;
+    tx.commit().await?;
+    Ok(Opened { token, expires_at, role: Some(target.role) })
 }
 
 /// Sign-out: the session ends.

@@ -22,6 +22,13 @@ pub struct OrgMember {
     pub created_at: i64,
 }
 
+/// One of an e-mail's memberships, with its account's name.
+#[derive(Debug, Clone)]
+pub struct Membership {
+    pub member: OrgMember,
+    pub account_name: String,
+}
+
 /// A live console session and its member.
 #[derive(Debug, Clone)]
 pub struct ConsoleSession {
@@ -147,6 +154,19 @@ impl Store {
         row.as_ref().map(member).transpose()
     }
 
+    /// Every membership of an e-mail in accounts not revoked, oldest first, with the account's
+    /// name: the accounts a signed-in member may switch between (D17.28).
+    pub async fn org_memberships(&self, email: &str) -> StoreResult<Vec<Membership>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS}, a.platform_name FROM org_members m JOIN accounts a ON a.id = m.account_id \
+             WHERE m.email_lc = $1 AND a.status <> 'revoked' ORDER BY m.created_at, m.id"
+        ))
+        .bind(email.to_lowercase())
+        .fetch_all(self.reader())
+        .await?;
+        rows.iter().map(|r| Ok(Membership { account_name: r.try_get("platform_name")?, member: member(r)? })).collect()
+    }
+
     /// Removes a member and ends its sessions, in one transaction. The last owner of an account
     /// stays (409).
     pub async fn remove_org_member(
@@ -226,6 +246,12 @@ impl Store {
             .await?;
         Ok(())
     }
+}
+
+/// Ends a session in the caller's transaction (a switch to another membership).
+pub(crate) async fn end_session(conn: &mut sqlx::AnyConnection, token_hash: &str) -> StoreResult<()> {
+    sqlx::query("DELETE FROM console_sessions WHERE token_hash = $1").bind(token_hash).execute(&mut *conn).await?;
+    Ok(())
 }
 
 /// Opens a session for a member (the token's keyed hash), audited, in the caller's transaction

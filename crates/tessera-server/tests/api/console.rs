@@ -198,6 +198,7 @@ on_both!(
     forms_without_the_csrf_token_or_from_another_site_are_refused,
     a_gate_member_sees_only_the_gate_page_and_gets_403_elsewhere,
     removing_a_member_ends_their_sessions,
+    a_member_of_two_accounts_switches_between_them_from_the_header,
     console_form_posts_count_against_the_per_ip_limit_and_are_refused_as_a_page,
 );
 
@@ -338,6 +339,58 @@ async fn a_gate_member_sees_only_the_gate_page_and_gets_403_elsewhere(b: Backend
     let home = browser.get("/console").await;
     assert_eq!((home.status, home.location().as_deref()), (303, Some("/console/gate")));
     drop(p);
+}
+
+/// A person who is a member of two accounts signs in to the older membership and switches to
+/// the other from the header's account list: a new session in that account with that role, the
+/// old one ended. Another person's member id is 404; the form needs its CSRF token; a member of
+/// one account sees no list.
+async fn a_member_of_two_accounts_switches_between_them_from_the_header(b: Backend) {
+    let p = spawn_mailing(b).await;
+    let email = member(&p, "owner").await;
+    let other = p.new_account("second").await;
+    admin::member_add(&p.store, &other.slug, &email.to_uppercase(), "gate").await.expect("member add");
+    let first = p.store.org_member_by_email(&p.account.id, &email).await.expect("member").id;
+    let second = p.store.org_member_by_email(&other.id, &email).await.expect("member").id;
+    let (browser, landed) = sign_in(&p, &email).await;
+    assert_eq!(landed, "/console", "the older membership (an owner) first");
+    let home = browser.get("/console").await;
+    assert_eq!(home.status, 200, "{}", home.body);
+    assert_eq!(home.text("label[for=f-account]"), "Account");
+    let options = home.attrs("#f-account option", "value");
+    assert_eq!(options, vec![first.clone(), second.clone()], "{}", home.body);
+    assert_eq!(home.attrs("#f-account option[selected]", "value"), vec![first.clone()]);
+    let old = browser.session_cookie().expect("session");
+
+    let r = browser.submit(&home, "/console/switch", &[("member", &second)]).await;
+    assert_eq!((r.status, r.location().as_deref()), (303, Some("/console/gate")), "{}", r.body);
+    let gate = browser.get("/console/gate").await;
+    assert_eq!(gate.status, 200, "{}", gate.body);
+    assert!(gate.text(".who").contains("(gate)"), "{}", gate.text(".who"));
+    assert_eq!(gate.attrs("#f-account option[selected]", "value"), vec![second.clone()]);
+    assert_eq!(browser.get("/console/ledger").await.status, 403, "a gate member now");
+    let stale = Browser::new(&p);
+    stale.set_cookie("tessera_console", &old);
+    let r = stale.get("/console/ledger").await;
+    assert_eq!((r.status, r.location().as_deref()), (303, Some("/console")), "the old session ended");
+
+    // The account already open changes nothing; another person's member id is 404; no CSRF, 403.
+    let r = browser.submit(&gate, "/console/switch", &[("member", &second)]).await;
+    assert_eq!((r.status, r.location().as_deref()), (303, Some("/console/gate")));
+    let stranger = member(&p, "finance").await;
+    let stranger_id = p.store.org_member_by_email(&p.account.id, &stranger).await.expect("member").id;
+    let r = browser.submit(&gate, "/console/switch", &[("member", &stranger_id)]).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    let r = browser.post("/console/switch", &[("member", &first)]).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(browser.get("/console/gate").await.text(".who").contains("(gate)"), "still the gate session");
+    // And back.
+    let r = browser.submit(&gate, "/console/switch", &[("member", &first)]).await;
+    assert_eq!((r.status, r.location().as_deref()), (303, Some("/console")));
+    assert_eq!(browser.get("/console/ledger").await.status, 200, "the owner again");
+
+    let (single, _) = sign_in(&p, &member(&p, "owner").await).await;
+    assert!(!single.get("/console").await.has("#f-account"), "one account: no switch");
 }
 
 async fn removing_a_member_ends_their_sessions(b: Backend) {

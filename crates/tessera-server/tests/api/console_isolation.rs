@@ -311,6 +311,12 @@ async fn case(p: &PayApp, s: &Seeded, b: &B, method: &str, path: &str) -> Vec<(P
             assert_eq!((r.status, r.location().as_deref()), (303, Some("/console")));
             vec![(r, none)]
         }
+        ("POST", "/console/switch") => {
+            // A's member id from B's session: 404, and B stays B (checked after every case).
+            let r = post(&b.owner, "/console", path, &[("member", &s.member_id)]).await;
+            assert_eq!(r.status, 404, "switching into A's member as B: {}", r.body);
+            vec![(r, vec![s.member_id.clone()])]
+        }
         ("GET", "/console/assets/{file}") => {
             let r = b.owner.get("/console/assets/console.css").await;
             assert_eq!(r.status, 200);

@@ -39,7 +39,7 @@ use crate::domain::time::now_ms;
 use crate::flows::console::{self as flow, Signed};
 use crate::flows::customer_access::AccessError;
 use crate::state::AppState;
-use crate::store::console::OrgMember;
+use crate::store::console::{Membership, OrgMember};
 use crate::store::portal::PortalSession;
 use crate::store::StoreError;
 
@@ -58,6 +58,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/console/sign-in"),
     ("POST", "/console/sign-in/verify"),
     ("POST", "/console/sign-out"),
+    ("POST", "/console/switch"),
     ("GET", "/console/assets/{file}"),
     ("GET", "/console/live"),
     ("GET", "/console/campaigns"),
@@ -85,6 +86,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/sign-in", post(sign_in::start))
         .route("/console/sign-in/verify", post(sign_in::verify))
         .route("/console/sign-out", post(sign_in::sign_out))
+        .route("/console/switch", post(sign_in::switch))
         .route("/console/assets/{file}", get(assets::serve))
         .route("/console/live", get(live::stream))
         .route("/console/campaigns", get(campaigns::list))
@@ -143,6 +145,9 @@ pub struct Caller {
     pub signed: Signed,
     /// The CSRF token every form of this session carries.
     pub csrf: String,
+    /// A member's memberships (this one included), for the header's account switch; empty for
+    /// a reseller user.
+    pub accounts: Vec<Membership>,
 }
 
 impl Caller {
@@ -210,7 +215,11 @@ pub async fn caller_of(state: &AppState, headers: &HeaderMap) -> Result<Option<C
         return Ok(None);
     };
     let csrf = flow::csrf_token(state.keyring(), signed.session_hash());
-    Ok(Some(Caller { signed, csrf }))
+    let accounts = match &signed {
+        Signed::Member { member, .. } => state.store.org_memberships(&member.email).await?,
+        Signed::Reseller(_) => Vec::new(),
+    };
+    Ok(Some(Caller { signed, csrf, accounts }))
 }
 
 impl FromRequestParts<AppState> for Caller {

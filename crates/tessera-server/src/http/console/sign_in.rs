@@ -109,6 +109,29 @@ pub async fn verify(axum::extract::State(state): axum::extract::State<AppState>,
     Ok(r)
 }
 
+/// POST /console/switch `{csrf, member}`: the session moves to another of the person's
+/// memberships (the header's account list) and lands on that role's page; the account already
+/// open (an empty `member`) changes nothing. Another person's member id: 404.
+pub async fn switch(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    headers: axum::http::HeaderMap,
+    posted: Posted,
+) -> PageResult {
+    let member = posted.form.get("member");
+    let current = posted.caller.member().map(|m| m.id.as_str());
+    if member.is_empty() || Some(member) == current {
+        return Ok(Redirect::to(posted.caller.landing().path()).into_response());
+    }
+    let opened =
+        flow::switch(&state.store, state.keyring(), &posted.caller.signed, member, Some(request_id()), now_ms())
+            .await?;
+    let page = opened.role.map(|r| r.landing()).unwrap_or(crate::domain::console::Page::Reseller);
+    let max_age = (opened.expires_at - now_ms()) / 1000;
+    let mut r = Redirect::to(page.path()).into_response();
+    r.headers_mut().append(header::SET_COOKIE, set_cookie(COOKIE, &opened.token, max_age, is_https(&state, &headers)));
+    Ok(r)
+}
+
 /// POST /console/sign-out `{csrf}`: the session ends; back to the sign-in form.
 pub async fn sign_out(axum::extract::State(state): axum::extract::State<AppState>, posted: Posted) -> PageResult {
     flow::sign_out(&state.store, &posted.caller.signed, Some(request_id()), now_ms())

@@ -85,8 +85,17 @@ fn layout(caller: &Caller, current: Page) -> Value {
         .filter(|p| caller.may_open(*p))
         .map(|p| NavLink { path: p.path(), title: p.title(), current: p == current })
         .collect();
+    let me = caller.member().map(|m| m.id.as_str());
+    let accounts: Vec<Value> = caller
+        .accounts
+        .iter()
+        .map(|a| {
+            context! { member => a.member.id, name => a.account_name, role => a.member.role.as_str(), current => Some(a.member.id.as_str()) == me }
+        })
+        .collect();
     context! {
         nav => nav,
+        accounts => if accounts.len() > 1 { accounts } else { Vec::new() },
         csrf => caller.csrf,
         who => caller.email(),
         role => caller.role().map(|r| r.as_str()).unwrap_or("reseller"),
