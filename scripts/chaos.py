@@ -61,6 +61,8 @@ import urllib.request
 import uuid
 
 V1 = "/api/white-label/v1"
+# The reason chaos cancels campaigns with; the refunds a cancellation files carry it.
+CANCEL_REASON = "chaos cancellation"
 PROVIDERS = ["provider_a", "provider_b", "provider_c"]
 SCOPES = ("settings:read,settings:write,campaigns:read,campaigns:write,tickets:read,tickets:write,"
           "payments:write,withdrawals:write,my-tickets:read,submissions:write,notifications:write")
@@ -617,7 +619,7 @@ class Driver:
                 paid = [r for r, p in self.payments.items() if p.get("campaign") == cid and p.get("seen")]
                 self.cancels[cid] = {"refund": self.rng.random() < 0.67, "acked": False, "paid_before": paid}
         c = self.cancels[cid]
-        status, v = self.signed("POST", f"{V1}/campaigns/{cid}/cancel", {"reason": "chaos", "refund": c["refund"]})
+        status, v = self.signed("POST", f"{V1}/campaigns/{cid}/cancel", {"reason": CANCEL_REASON, "refund": c["refund"]})
         if status == 202:
             c["acked"] = True
             if (v or {}).get("data", {}).get("status") != "archived":
@@ -838,7 +840,7 @@ class Driver:
 
     def op_cancel_until_answered(self, cid):
         c = self.cancels[cid]
-        status, v = self.until_answered("POST", f"{V1}/campaigns/{cid}/cancel", {"reason": "chaos", "refund": c["refund"]})
+        status, v = self.until_answered("POST", f"{V1}/campaigns/{cid}/cancel", {"reason": CANCEL_REASON, "refund": c["refund"]})
         if status != 202:
             self.fail(f"cancel of {cid} retried after the run: {status} {v}")
         c["acked"] = True
@@ -895,12 +897,25 @@ class Driver:
         for r in mine.values():
             by_ref.setdefault(r["reference"], []).append(r)
         cancelled = {cid for cid, c in self.cancels.items() if c["refund"]}
-        # Purchases seen paid before their campaign's cancel was sent (one confirmed after it is
-        # a late payment to an archived campaign, which D17.37 leaves to the refund routes).
+        # Purchases seen paid before their campaign's cancel was sent: each must have a refund.
         cancel_paid = [ref for cid in cancelled for ref in self.cancels[cid]["paid_before"]]
+        # A cancellation files one refund of every successful payment of the campaign when its job
+        # runs (D17.37), so also of payments confirmed after the cancel was sent; its refunds carry
+        # the cancel's reason. The rest came through the refund route: one per idempotency key.
+        filed = [r for r in mine.values() if r.get("reason") == CANCEL_REASON]
         checks += 1
-        if len(mine) > len(self.refunds) + len(cancel_paid):
-            self.fail(f"{len(mine)} refunds for {len(self.refunds)} keys and {len(cancel_paid)} cancelled purchases")
+        if len(mine) - len(filed) > len(self.refunds):
+            self.fail(f"{len(mine) - len(filed)} refunds through the route for {len(self.refunds)} keys")
+        per_payment = {}
+        for r in filed:
+            per_payment[r["reference"]] = per_payment.get(r["reference"], 0) + 1
+        for ref, n in per_payment.items():
+            checks += 1
+            if n > 1:
+                self.fail(f"payment {ref}: {n} cancellation refunds")
+            campaign = (server_payments.get(ref) or {}).get("campaignId") or self.payments.get(ref, {}).get("campaign")
+            if campaign and campaign not in cancelled:
+                self.fail(f"payment {ref}: a cancellation refund, but campaign {campaign} was not cancelled with refunds")
         for ref, rs in by_ref.items():
             checks += 1
             status, v = self.until_answered("GET", f"{V1}/payments/{ref}")
@@ -933,7 +948,8 @@ class Driver:
         self.refund_summary = {"tessera": len(mine), "sandbox": len(theirs), "acknowledged": acked_keys,
                                "succeeded": sum(1 for r in mine.values() if r["status"] == "succeeded"),
                                "failed": sum(1 for r in mine.values() if r["status"] == "failed"),
-                               "cancellations": len(self.cancels), "refused_for_balance": len(unsent)}
+                               "cancellations": len(self.cancels), "refused_for_balance": len(unsent),
+                               "filed_by_cancellations": len(filed), "seen_paid_before_cancel": len(cancel_paid)}
         return checks
 
     def haproxy_command(self, line):
