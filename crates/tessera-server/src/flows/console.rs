@@ -15,10 +15,10 @@ use super::customer_access::{
 };
 use crate::auth::crypto::Keyring;
 use crate::auth::sessions::new_token;
-use crate::domain::console::Role;
+use crate::domain::console::{Page, Role};
 use crate::domain::portal::{Channel, CodeTry};
 use crate::notify::PORTAL_PASSCODE_EVENT;
-use crate::store::console::{self as console_store, OrgMember, TeamActor};
+use crate::store::console::{self as console_store, Membership, OrgMember, TeamActor};
 use crate::store::portal::PortalSession;
 use crate::store::{Store, StoreError, StoreResult};
 
@@ -84,6 +84,13 @@ pub struct Opened {
     pub role: Option<Role>,
 }
 
+impl Opened {
+    /// Where the session's holder lands (D17.43).
+    pub fn landing(&self) -> Page {
+        self.role.map(Role::landing).unwrap_or(Page::Reseller)
+    }
+}
+
 /// Step two: one try at the code; a right one opens the session in the same transaction.
 pub async fn sign_in(
     store: &Store,
@@ -130,31 +137,28 @@ pub async fn session(store: &Store, keyring: &Keyring, token: &str, now: i64) ->
     Ok(Some(Signed::Member { session_hash: s.token_hash, member: s.member }))
 }
 
-/// Switches a member's session to another membership of the same e-mail (D17.28: proving the
-/// address with the passcode signed the person in; which of its accounts they work in is a
-/// choice). In one transaction the current session ends and the new one opens, audited. Another
-/// e-mail's member, a revoked account's, or a reseller user's session: 404.
+/// Switches a member's session to another of its `memberships` (the caller's, read with its
+/// session: the same e-mail, accounts not revoked). D17.28: proving the address with the
+/// passcode signed the person in; which of its accounts they work in is a choice. In one
+/// transaction the current session ends and the new one opens, audited. A member id not among
+/// them, or a reseller user's session: 404.
 pub async fn switch(
     store: &Store,
     keyring: &Keyring,
     signed: &Signed,
+    memberships: &[Membership],
     member_id: &str,
     request_id: Option<String>,
     now: i64,
 ) -> StoreResult<Opened> {
-    let Signed::Member { session_hash, member } = signed else { return Err(StoreError::NotFound("account")) };
-    let target = store
-        .org_memberships(&member.email)
-        .await?
-        .into_iter()
-        .map(|m| m.member)
-        .find(|m| m.id == member_id)
-        .ok_or(StoreError::NotFound("account"))?;
+    let Signed::Member { session_hash, .. } = signed else { return Err(StoreError::NotFound("account")) };
+    let target =
+        memberships.iter().map(|m| &m.member).find(|m| m.id == member_id).ok_or(StoreError::NotFound("account"))?;
     let token = new_token(MEMBER_TOKEN_PREFIX);
     let expires_at = now + PORTAL_SESSION_MS;
     let mut tx = store.begin().await?;
     console_store::end_session(&mut tx, session_hash).await?;
-    console_store::insert_session(&mut tx, &keyring.hash_secret(&token), &target, expires_at, request_id, now).await?;
+    console_store::insert_session(&mut tx, &keyring.hash_secret(&token), target, expires_at, request_id, now).await?;
     tx.commit().await?;
     Ok(Opened { token, expires_at, role: Some(target.role) })
 }

@@ -240,15 +240,11 @@ impl Store {
 
     /// Sign-out: the session ends.
     pub async fn end_console_session(&self, token_hash: &str) -> StoreResult<()> {
-        sqlx::query("DELETE FROM console_sessions WHERE token_hash = $1")
-            .bind(token_hash)
-            .execute(self.writer())
-            .await?;
-        Ok(())
+        end_session(&mut *self.writer().acquire().await?, token_hash).await
     }
 }
 
-/// Ends a session in the caller's transaction (a switch to another membership).
+/// Ends a session (sign-out; a switch to another membership, in the switch's transaction).
 pub(crate) async fn end_session(conn: &mut sqlx::AnyConnection, token_hash: &str) -> StoreResult<()> {
     sqlx::query("DELETE FROM console_sessions WHERE token_hash = $1").bind(token_hash).execute(&mut *conn).await?;
     Ok(())

@@ -4,10 +4,9 @@
 //! re-read at most every 100 ms; a `: keep-alive` comment every 15 s. Before each re-read, and
 //! every 15 s without an event, the stream checks that its session still holds (signed out,
 //! expired, the member removed or the account revoked end it); a quiet stream re-reads the count
-//! then too and sends it when it changed. The stream
-//! ends when the server stops (the live closing token) or its session ends; a browser reconnects
-//! by itself, and a reconnect without a session is refused. `console.js` shows each value in
-//! the elements with `data-live="<name>"`.
+//! then too and sends it when it changed. The stream ends when the server stops (the live closing
+//! token) or its session ends; a browser reconnects by itself, and a reconnect without a session
+//! is refused. `console.js` shows each value in the elements with `data-live="<name>"`.
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -77,14 +76,11 @@ impl Feed {
             return Some(first);
         }
         loop {
-            let account = self.account_id.clone();
-            let wanted =
-                move |e: &crate::store::live::LiveEvent| e.kind == LiveKind::Checkin && e.account_id == account;
-            let quiet = match tokio::time::timeout(RECHECK, self.changes.next(wanted)).await {
-                Ok(event) => {
-                    event?;
-                    false
-                }
+            let account = self.account_id.as_str();
+            let wanted = self.changes.next(|e| e.kind == LiveKind::Checkin && e.account_id == account);
+            let quiet = match tokio::time::timeout(RECHECK, wanted).await {
+                Ok(None) => return None,
+                Ok(Some(())) => false,
                 Err(_) => true,
             };
             if !self.session_holds().await {

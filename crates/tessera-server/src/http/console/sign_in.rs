@@ -96,17 +96,19 @@ pub async fn verify(axum::extract::State(state): axum::extract::State<AppState>,
         }
         Err(e) => return Err(e.into()),
     };
-    let page = match opened.role {
-        Some(role) => role.landing(),
-        None => crate::domain::console::Page::Reseller,
-    };
+    let mut r = opened_session(&state, &posted.headers, &opened);
     let secure = is_https(&state, &posted.headers);
-    let max_age = (opened.expires_at - now_ms()) / 1000;
-    let mut r = Redirect::to(page.path()).into_response();
-    let h = r.headers_mut();
-    h.append(header::SET_COOKIE, set_cookie(COOKIE, &opened.token, max_age, secure));
-    h.append(header::SET_COOKIE, set_cookie(PRE_COOKIE, "", 0, secure));
+    r.headers_mut().append(header::SET_COOKIE, set_cookie(PRE_COOKIE, "", 0, secure));
     Ok(r)
+}
+
+/// A session just opened (sign-in, a switch): its cookie, and 303 to its holder's landing page.
+fn opened_session(state: &AppState, headers: &HeaderMap, opened: &flow::Opened) -> Response {
+    let max_age = (opened.expires_at - now_ms()) / 1000;
+    let mut r = Redirect::to(opened.landing().path()).into_response();
+    let cookie = set_cookie(COOKIE, &opened.token, max_age, is_https(state, headers));
+    r.headers_mut().append(header::SET_COOKIE, cookie);
+    r
 }
 
 /// POST /console/switch `{csrf, member}`: the session moves to another of the person's
@@ -114,22 +116,17 @@ pub async fn verify(axum::extract::State(state): axum::extract::State<AppState>,
 /// open (an empty `member`) changes nothing. Another person's member id: 404.
 pub async fn switch(
     axum::extract::State(state): axum::extract::State<AppState>,
-    headers: axum::http::HeaderMap,
+    headers: HeaderMap,
     posted: Posted,
 ) -> PageResult {
-    let member = posted.form.get("member");
-    let current = posted.caller.member().map(|m| m.id.as_str());
-    if member.is_empty() || Some(member) == current {
-        return Ok(Redirect::to(posted.caller.landing().path()).into_response());
+    let (caller, member) = (&posted.caller, posted.form.get("member"));
+    if member.is_empty() || caller.member().is_some_and(|m| m.id == member) {
+        return Ok(Redirect::to(caller.landing().path()).into_response());
     }
+    let (now, rid) = (now_ms(), Some(request_id()));
     let opened =
-        flow::switch(&state.store, state.keyring(), &posted.caller.signed, member, Some(request_id()), now_ms())
-            .await?;
-    let page = opened.role.map(|r| r.landing()).unwrap_or(crate::domain::console::Page::Reseller);
-    let max_age = (opened.expires_at - now_ms()) / 1000;
-    let mut r = Redirect::to(page.path()).into_response();
-    r.headers_mut().append(header::SET_COOKIE, set_cookie(COOKIE, &opened.token, max_age, is_https(&state, &headers)));
-    Ok(r)
+        flow::switch(&state.store, state.keyring(), &caller.signed, &caller.accounts, member, rid, now).await?;
+    Ok(opened_session(&state, &headers, &opened))
 }
 
 /// POST /console/sign-out `{csrf}`: the session ends; back to the sign-in form.

@@ -85,17 +85,19 @@ fn layout(caller: &Caller, current: Page) -> Value {
         .filter(|p| caller.may_open(*p))
         .map(|p| NavLink { path: p.path(), title: p.title(), current: p == current })
         .collect();
+    // The account switch, for a person with more than one membership.
     let me = caller.member().map(|m| m.id.as_str());
-    let accounts: Vec<Value> = caller
-        .accounts
+    let listed = if caller.accounts.len() > 1 { caller.accounts.as_slice() } else { &[] };
+    let accounts: Vec<Value> = listed
         .iter()
         .map(|a| {
-            context! { member => a.member.id, name => a.account_name, role => a.member.role.as_str(), current => Some(a.member.id.as_str()) == me }
+            let (member, role) = (&a.member.id, a.member.role.as_str());
+            context! { member, name => a.account_name, role, current => Some(member.as_str()) == me }
         })
         .collect();
     context! {
         nav => nav,
-        accounts => if accounts.len() > 1 { accounts } else { Vec::new() },
+        accounts => accounts,
         csrf => caller.csrf,
         who => caller.email(),
         role => caller.role().map(|r| r.as_str()).unwrap_or("reseller"),
