@@ -32,8 +32,8 @@ pub const MEMBER_TOKEN_PREFIX: &str = "tcs_";
 /// Who a console session belongs to.
 #[derive(Debug, Clone)]
 pub enum Signed {
-    /// An organization member (D17.28).
-    Member { session_hash: String, member: OrgMember },
+    /// An organization member (D17.28), and how many memberships its e-mail has.
+    Member { session_hash: String, member: OrgMember, memberships: i64 },
     /// A reseller portal user (D17.30 "reseller console").
     Reseller(Box<PortalSession>),
 }
@@ -134,7 +134,7 @@ pub async fn session(store: &Store, keyring: &Keyring, token: &str, now: i64) ->
     if slid - s.expires_at >= SLIDE_EVERY_MS {
         store.touch_console_session(&s.token_hash, slid).await?;
     }
-    Ok(Some(Signed::Member { session_hash: s.token_hash, member: s.member }))
+    Ok(Some(Signed::Member { session_hash: s.token_hash, member: s.member, memberships: s.memberships }))
 }
 
 /// Switches a member's session to another of its `memberships` (the caller's, read with its

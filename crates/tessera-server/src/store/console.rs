@@ -35,6 +35,8 @@ pub struct ConsoleSession {
     pub token_hash: String,
     pub expires_at: i64,
     pub member: OrgMember,
+    /// How many memberships its member's e-mail has (1: nothing to switch to).
+    pub memberships: i64,
 }
 
 /// Who changed the team: the operator (CLI) or a member (the team page).
@@ -209,10 +211,13 @@ impl Store {
     }
 
     /// The live session of a token hash (`None`: unknown, expired, ended, its member removed or its
-    /// account revoked).
+    /// account revoked), with how many memberships its e-mail has (counted in the same read, so
+    /// that only a person with several reads the list of them).
     pub async fn console_session(&self, token_hash: &str, now: i64) -> StoreResult<Option<ConsoleSession>> {
         let row = sqlx::query(&format!(
-            "SELECT s.token_hash, s.expires_at, {COLUMNS} FROM console_sessions s JOIN org_members m ON m.id = s.member_id \
+            "SELECT s.token_hash, s.expires_at, {COLUMNS}, \
+             (SELECT COUNT(*) FROM org_members o WHERE o.email_lc = m.email_lc) AS memberships \
+             FROM console_sessions s JOIN org_members m ON m.id = s.member_id \
              JOIN accounts a ON a.id = m.account_id WHERE s.token_hash = $1 AND s.expires_at > $2 AND a.status <> 'revoked'"
         ))
         .bind(token_hash)
@@ -224,6 +229,7 @@ impl Store {
             token_hash: r.try_get("token_hash")?,
             expires_at: r.try_get("expires_at")?,
             member: member(&r)?,
+            memberships: r.try_get("memberships")?,
         }))
     }
 

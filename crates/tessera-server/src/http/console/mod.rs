@@ -145,8 +145,8 @@ pub struct Caller {
     pub signed: Signed,
     /// The CSRF token every form of this session carries.
     pub csrf: String,
-    /// A member's memberships (this one included), for the header's account switch; empty for
-    /// a reseller user.
+    /// A member's memberships (this one included), for the header's account switch; read only
+    /// for a person with several (empty otherwise, and for a reseller user).
     pub accounts: Vec<Membership>,
 }
 
@@ -216,8 +216,10 @@ pub async fn caller_of(state: &AppState, headers: &HeaderMap) -> Result<Option<C
     };
     let csrf = flow::csrf_token(state.keyring(), signed.session_hash());
     let accounts = match &signed {
-        Signed::Member { member, .. } => state.store.org_memberships(&member.email).await?,
-        Signed::Reseller(_) => Vec::new(),
+        Signed::Member { member, memberships, .. } if *memberships > 1 => {
+            state.store.org_memberships(&member.email).await?
+        }
+        _ => Vec::new(),
     };
     Ok(Some(Caller { signed, csrf, accounts }))
 }
