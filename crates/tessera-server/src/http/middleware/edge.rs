@@ -24,6 +24,9 @@ pub fn origin_host(origin: &str) -> Option<String> {
     crate::domain::accounts::normalize_hostname(host)
 }
 
+/// Why the per-IP limit refused a request (the API's envelope and the console's page alike).
+const IP_LIMITED: &str = "too many requests from this address";
+
 pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
     // D17.16: provider webhooks are outside the per-IP limit (their signature check is first
@@ -63,10 +66,9 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
             resp
         }
         Err(info) if console_post => {
-            let message = "too many requests from this address".to_string();
-            crate::http::console::ConsoleError::Throttled(info.reset_secs, message).into_response()
+            crate::http::console::ConsoleError::Throttled(info.reset_secs, IP_LIMITED.to_string()).into_response()
         }
-        Err(info) => ApiError::rate_limited(info, "too many requests from this address").into_response(),
+        Err(info) => ApiError::rate_limited(info, IP_LIMITED).into_response(),
     };
     if let Some(origin) = cors_origin {
         let h = resp.headers_mut();
