@@ -91,21 +91,47 @@ pub struct WebhookEndpointPatch {
     pub status: Option<String>,
 }
 
-/// A webhook endpoint (D17.24); the secret is never shown here.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WebhookEndpointOut {
-    pub id: String,
-    pub url: String,
-    pub description: Option<String>,
-    /// null: every type.
-    pub event_types: Option<Vec<String>>,
-    /// `enabled` or `disabled`.
-    pub status: String,
-    /// Why it is disabled: `gone` (it answered 410), `failing` (5 days of failures) or `manual`.
-    pub disabled_reason: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+/// Declares an answer that shows an endpoint: the endpoint's fields, listed once here for both
+/// answers, with the documentation of the three whose meaning the answer states, then the
+/// answer's own fields. (Nesting [`WebhookEndpointOut`] with `#[serde(flatten)]` would turn the
+/// OpenAPI schema of the create answer into an `allOf`; the document keeps both flat.)
+macro_rules! endpoint_answer {
+    (
+        $(#[$doc:meta])* $name:ident;
+        event_types: $(#[$event_types:meta])*;
+        status: $(#[$status:meta])*;
+        disabled_reason: $(#[$disabled_reason:meta])*;
+        $($(#[$own_doc:meta])* $own:ident: $own_ty:ty,)*
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug, Serialize, ToSchema)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            pub id: String,
+            pub url: String,
+            pub description: Option<String>,
+            $(#[$event_types])*
+            pub event_types: Option<Vec<String>>,
+            $(#[$status])*
+            pub status: String,
+            $(#[$disabled_reason])*
+            pub disabled_reason: Option<String>,
+            pub created_at: String,
+            pub updated_at: String,
+            $($(#[$own_doc])* pub $own: $own_ty,)*
+        }
+    };
+}
+
+endpoint_answer! {
+    /// A webhook endpoint (D17.24); the secret is never shown here.
+    WebhookEndpointOut;
+    event_types: /// null: every type.
+    ;
+    status: /// `enabled` or `disabled`.
+    ;
+    disabled_reason: /// Why it is disabled: `gone` (it answered 410), `failing` (5 days of failures) or `manual`.
+    ;
 }
 
 impl From<WebhookEndpoint> for WebhookEndpointOut {
@@ -123,21 +149,33 @@ impl From<WebhookEndpoint> for WebhookEndpointOut {
     }
 }
 
-/// What `POST /webhook-endpoints` answers: the endpoint and its signing secret, shown this once.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WebhookEndpointCreatedOut {
-    pub id: String,
-    pub url: String,
-    pub description: Option<String>,
-    pub event_types: Option<Vec<String>>,
-    /// Always `enabled`.
-    pub status: String,
-    pub disabled_reason: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+endpoint_answer! {
+    /// What `POST /webhook-endpoints` answers: the endpoint and its signing secret, shown this once.
+    WebhookEndpointCreatedOut;
+    event_types: ;
+    status: /// Always `enabled`.
+    ;
+    disabled_reason: ;
     /// `whsec_` and the base64 of 32 bytes (Standard Webhooks); shown only here and on rotation.
-    pub secret: String,
+    secret: String,
+}
+
+impl WebhookEndpointCreatedOut {
+    fn new(e: WebhookEndpoint, secret: String) -> Self {
+        let WebhookEndpointOut { id, url, description, event_types, status, disabled_reason, created_at, updated_at } =
+            e.into();
+        WebhookEndpointCreatedOut {
+            id,
+            url,
+            description,
+            event_types,
+            status,
+            disabled_reason,
+            created_at,
+            updated_at,
+            secret,
+        }
+    }
 }
 
 /// What `rotate-secret` answers.
@@ -189,17 +227,7 @@ pub async fn create(
     let (secret, sealed) = sealed_secret(&state, &id);
     let audit = audit(&caller, "webhook_endpoint.created", "webhook_endpoint");
     let e = state.store.create_webhook_endpoint(&caller.account_id, &id, &new, &sealed, audit, now_ms()).await?;
-    Ok(ApiResponse::created(WebhookEndpointCreatedOut {
-        id: e.id,
-        url: e.url,
-        description: e.description,
-        event_types: e.event_types,
-        status: e.status.as_str().into(),
-        disabled_reason: e.disabled_reason.map(|r| r.as_str().into()),
-        created_at: rfc3339(e.created_at),
-        updated_at: rfc3339(e.updated_at),
-        secret,
-    }))
+    Ok(ApiResponse::created(WebhookEndpointCreatedOut::new(e, secret)))
 }
 
 /// GET /api/white-label/v1/webhook-endpoints — Signed — settings:read
