@@ -1,4 +1,4 @@
-//! The edge: the per-IP rate limit on API paths and console form posts (D2.10; provider webhooks exempt, D17.16) and CORS preflight for the
+//! The edge: the per-IP rate limit on API paths and console form posts (D2.10; provider callbacks exempt, D17.16) and CORS preflight for the
 //! domain-key routes (D2.3: answered only for approved domains).
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
@@ -11,7 +11,7 @@ use crate::http::is_domain_key_path;
 use crate::state::AppState;
 
 /// The provider-callback routes, `/api/white-label/webhooks/{provider}`.
-const WEBHOOKS_PREFIX: &str = "/api/white-label/webhooks/";
+const CALLBACKS_PREFIX: &str = "/api/white-label/webhooks/";
 
 pub const ALLOWED_HEADERS: &str = "content-type, x-white-label-domain, x-white-label-key, x-request-id";
 pub const EXPOSED_HEADERS: &str = "x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, retry-after";
@@ -29,11 +29,11 @@ const IP_LIMITED: &str = "too many requests from this address";
 
 pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    // D17.16: provider webhooks are outside the per-IP limit (their signature check is first
+    // D17.16: provider callbacks are outside the per-IP limit (their signature check is first
     // and cheap); every other API route keeps it, and so do the console's form posts (sign-in
     // included: each writes), refused with an HTML page.
     let console_post = path.starts_with("/console/") && req.method() == Method::POST;
-    if (!path.starts_with("/api/") && !console_post) || path.starts_with(WEBHOOKS_PREFIX) {
+    if (!path.starts_with("/api/") && !console_post) || path.starts_with(CALLBACKS_PREFIX) {
         return next.run(req).await;
     }
     if req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD) {
