@@ -93,8 +93,9 @@ pub async fn accept(state: &AppState, id: ProviderId, body: &[u8], signature: &s
         tracing::warn!(provider = id.as_str(), "callback with a wrong signature refused");
         return Err(Refused::Signature);
     }
-    let callback =
-        adapter(id).parse_callback(body).map_err(|e| Refused::Malformed(format!("not a {} event: {e}", id.as_str())))?;
+    let callback = adapter(id)
+        .parse_callback(body)
+        .map_err(|e| Refused::Malformed(format!("not a {} event: {e}", id.as_str())))?;
     let payload = std::str::from_utf8(body).map_err(|_| Refused::Malformed("the body is not UTF-8".into()))?;
     let new = NewCallback {
         provider: id.as_str(),

@@ -1,5 +1,6 @@
 //! THE route table: every path once, grouped by auth scheme, each documented in OpenAPI by
 //! construction (utoipa-axum's `routes!` registers the handler and its `#[utoipa::path]`).
+pub mod callbacks;
 pub mod console;
 pub mod envelope;
 pub mod error;
@@ -11,7 +12,6 @@ pub mod portal;
 pub mod serve;
 pub mod ussd;
 pub mod v1;
-pub mod callbacks;
 
 use axum::extract::State;
 use axum::http::header;

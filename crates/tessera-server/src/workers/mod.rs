@@ -5,13 +5,13 @@
 //! claims, calls its flow's step (`crate::flows`) and does what the step says next.
 //! `try_execute_one` runs one due job (tests drain queues with it); `spawn` runs the loops
 //! until the token is cancelled, then hands claimed jobs back.
+pub mod callbacks;
 pub mod charges;
 pub mod deliveries;
 pub mod momo;
 pub mod notifications;
 pub mod payouts;
 pub mod refunds;
-pub mod callbacks;
 
 use std::future::Future;
 use std::pin::Pin;

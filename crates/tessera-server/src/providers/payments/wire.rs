@@ -215,8 +215,9 @@ mod tests {
         )
         .expect("paystack");
         assert_eq!((e.event.as_str(), e.id.as_deref(), e.reference.as_str()), ("refund.processed", Some("7"), "T-1"));
-        let e = parse_callback(br#"{"event":"refund.failed","data":{"id":"R-2","reference":"R-2","transaction":"T-2"}}"#)
-            .expect("gateway");
+        let e =
+            parse_callback(br#"{"event":"refund.failed","data":{"id":"R-2","reference":"R-2","transaction":"T-2"}}"#)
+                .expect("gateway");
         assert_eq!((e.id.as_deref(), e.reference.as_str()), (Some("R-2"), "T-2"));
         let e = parse_callback(br#"{"event":"refund.success","data":{"id":"R-3","transaction":{"reference":"T-3"}}}"#)
             .expect("object");
