@@ -8,7 +8,7 @@ use hmac::Mac;
 use serde_json::{json, Value};
 use tessera_server::domain::{money, settings};
 use tessera_server::http::extract::parse_json;
-use tessera_server::http::middleware::auth::valid_nonce;
+use tessera_server::http::middleware::credentials::valid_nonce;
 use tessera_server::http::v1::campaigns::CampaignIn;
 use tessera_server::http::v1::withdrawals::WithdrawalIn;
 use tessera_server::providers::payments::{adapter, ProviderId};
