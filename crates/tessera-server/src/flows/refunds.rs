@@ -18,7 +18,7 @@
 //! - provider errors retry at doubling delays; a provider unreachable for 24 h fails a refund it
 //!   never held; a provider that refuses the creation (a 4xx) fails it at once.
 //!
-//! Refund callbacks name the charge: every pending refund of it is asked about (D6.2: a webhook
+//! Refund callbacks name the charge: every pending refund of it is asked about (D6.2: a callback
 //! is only a trigger).
 //!
 //! [`cancel`] archives a campaign and, with refunds, leaves a `campaign_cancel` job;

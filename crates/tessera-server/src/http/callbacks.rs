@@ -17,14 +17,15 @@ use crate::providers::payments::ProviderId;
 use crate::state::AppState;
 use crate::telemetry::metrics;
 
-/// The answer to an accepted callback (spec). Published in the OpenAPI document under its
-/// former name, `WebhookAck`.
+/// The answer to an accepted callback (spec).
+// Published in the OpenAPI document under its former name, `WebhookAck` (and the doc lines
+// here are its descriptions there).
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = WebhookAck)]
 #[serde(rename_all = "camelCase")]
 pub struct CallbackAck {
     pub success: bool,
-    /// The callback is stored (or was already): Tessera reconciles it.
+    /// The event is stored (or was already): Tessera reconciles it.
     pub processed: bool,
     pub provider: String,
     pub request_id: String,
