@@ -9,7 +9,7 @@
 #      kept beside the adapters so that adding a provider is one file and one line; the settings
 #      rules read its names);
 #   5. no SQL under http/ (no sqlx, no SELECT/INSERT/UPDATE/DELETE statement text);
-#   6. no route handler (a `pub async fn` under http/v1, http/portal, http/console, http/webhooks.rs) is longer
+#   6. no route handler (a `pub async fn` under http/v1, http/portal, http/console, http/callbacks.rs) is longer
 #      than 60 lines, from `pub async fn` to its closing brace.
 set -euo pipefail
 cd "$(dirname "$0")/../crates/tessera-server/src"
@@ -47,7 +47,7 @@ while IFS= read -r line; do
 done < <(python3 - <<'EOF'
 import os, re
 files = [os.path.join(d, f) for base in ("http/v1", "http/portal", "http/console") for d, _, fs in os.walk(base) for f in fs if f.endswith(".rs")]
-files.append("http/webhooks.rs")
+files.append("http/callbacks.rs")
 for path in sorted(files):
     lines = open(path, encoding="utf-8").read().split("\n")
     for i, line in enumerate(lines):

@@ -8,7 +8,7 @@ use hmac::Mac;
 use serde_json::{json, Value};
 use tessera_server::domain::{money, settings};
 use tessera_server::http::extract::parse_json;
-use tessera_server::http::middleware::auth::valid_nonce;
+use tessera_server::http::middleware::credentials::valid_nonce;
 use tessera_server::http::v1::campaigns::CampaignIn;
 use tessera_server::http::v1::withdrawals::WithdrawalIn;
 use tessera_server::providers::payments::{adapter, ProviderId};
@@ -220,7 +220,7 @@ pub fn provider_webhook(data: &[u8]) {
         if a.verify_signature(secret, body, &signature) {
             assert!(signature.trim().eq_ignore_ascii_case(&good), "{id:?}: wrong signature passed: {signature:?}");
         }
-        if let Ok(e) = a.parse_event(body) {
+        if let Ok(e) = a.parse_callback(body) {
             assert!(!e.event.is_empty() && !e.reference.is_empty(), "{id:?}: {e:?}");
             let key = e.event_key();
             assert!(key.starts_with(&e.event), "{key}");

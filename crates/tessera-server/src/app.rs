@@ -47,7 +47,7 @@ impl Application {
             started_at_ms: now_ms(),
             openapi_json: crate::http::openapi().to_json().context("openapi")?,
             worker_id: crate::domain::new_id(),
-            webhooks: crate::store::webhooks::webhook_writer(store.clone()),
+            callbacks: crate::store::callbacks::callback_writer(store.clone()),
             checkins: crate::store::tickets::checkin_writer(store.clone(), crate::flows::events::ticket_data),
             outbound: Outbound::new(
                 Duration::from_millis(config.providers.timeout_ms),

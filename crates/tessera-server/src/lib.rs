@@ -25,13 +25,27 @@
 //!   and the outbound guard; [`sandbox`]: the in-memory provider, SMS and SMTP peer for demos and
 //!   tests (`tessera sandbox`, `tessera serve --demo`).
 //!
+//! ## Words
+//! One name per noun, in every layer (published names that predate a word keep theirs, and the
+//! code says so where it maps one onto the other):
+//! - **callback**: what a payment provider sends us, `POST /api/white-label/webhooks/:provider`
+//!   (`http::callbacks`, `flows::callbacks`, `store::callbacks`, `workers::callbacks`; stored in
+//!   `webhook_events`, queued as `webhook`). Its `event` field is the provider's own name for it.
+//! - **webhook**: what we send an organization's endpoints (`flows::webhooks`,
+//!   `domain::webhooks`, `webhook_endpoints`, `webhook_deliveries`).
+//! - **event**: one of those outbound event records (`flows::events`, `store::events`,
+//!   `GET /events`, `domain::webhooks::EventType`).
+//! - **console**: the organization web console under `/console` (`http::console`,
+//!   `flows::console`, `store::console*`); the reseller's session routes under
+//!   `/api/white-label/portal/reseller` are the **portal**'s.
+//!
 //! ## The request flow
 //! ```text
 //! request id + access log → catch panic → edge (per-IP limit, CORS preflight) → body limit
 //!   → route match → auth middleware (headers, key, timestamp, signature, replay; D2.8 1–5)
 //!   → handler's caller extractor: Signed<scope::X> / DomainKey<…> / AnyKey<…>
 //!     (scheme, account status, scope, per-account limit; D2.8 6–8)
-//!   → parse into a domain type → one flow function (rules) → store (tenant-scoped by AccountId)
+//!   → parse into a domain type → one flow function (rules) → store (tenant-scoped: every query takes the account id)
 //!   → ApiResponse or ApiError
 //! ```
 #![forbid(unsafe_code)]

@@ -12,7 +12,7 @@ use crate::auth::guard::Guards;
 use crate::auth::replay::ReplayStore;
 use crate::config::Config;
 use crate::providers::outbound::Outbound;
-use crate::store::webhooks::WebhookWriter;
+use crate::store::callbacks::CallbackWriter;
 use crate::store::Store;
 
 pub struct AppInner {
@@ -30,7 +30,7 @@ pub struct AppInner {
     /// This process's name on the jobs it claims (handed back at shutdown, D16.22).
     pub worker_id: String,
     /// Group-committing writer of provider callbacks (D6.2 hand-off).
-    pub webhooks: WebhookWriter,
+    pub callbacks: CallbackWriter,
     /// Group-committing writer of the gate's check-ins (D7.3).
     pub checkins: crate::store::tickets::CheckinWriter,
     /// Outbound HTTP to providers and gateways (D16.25).

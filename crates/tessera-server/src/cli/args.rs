@@ -51,7 +51,7 @@ pub enum Command {
         /// HTTP listener.
         #[arg(long, default_value = "127.0.0.1:8090")]
         listen: std::net::SocketAddr,
-        /// Tessera's base URL: webhooks go to <URL>/api/white-label/webhooks/<provider>.
+        /// Tessera's base URL: provider callbacks go to <URL>/api/white-label/webhooks/<provider>.
         #[arg(long)]
         notify_url: Option<String>,
         /// SMTP sink listener.

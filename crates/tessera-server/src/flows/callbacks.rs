@@ -1,16 +1,17 @@
 //! Provider callbacks (D6, D16.7): the intake behind `POST /api/white-label/webhooks/:provider`
-//! and the reconciliation the webhook worker runs for each stored event.
+//! and the reconciliation the callbacks worker runs for each stored callback.
 //!
 //! Intake ([`accept`]): the signature over the raw body bytes is checked before anything is
 //! stored, with the platform's shared secret or with the secret of the account that owns the
-//! event's reference (a charge's or a withdrawal's); the verified event is stored with its
+//! callback's reference (a charge's or a withdrawal's); the verified callback is stored with its
 //! reconciliation job before the provider is answered (durable hand-off); a second delivery of
-//! the same event stores nothing.
+//! the same callback stores nothing.
 //!
-//! Reconciliation ([`reconcile`]): an event is only a trigger. A charge event asks the provider's
-//! verify API through [`fulfilment::confirm`]; a transfer event through [`payouts::reconcile`];
-//! a refund event (it names the charge) through [`refunds::reconcile`].
-//! An event naming a reference of another provider changes nothing.
+//! Reconciliation ([`reconcile`]): a callback is only a trigger. A charge callback asks the
+//! provider's verify API through [`fulfilment::confirm`]; a transfer callback through
+//! [`payouts::reconcile`]; a refund callback (it names the charge) through [`refunds::reconcile`].
+//! A callback naming a reference of another provider changes nothing. (`event` below is the
+//! provider's own field, `charge.success` and the like, not one of Tessera's outbound events.)
 use secrecy::ExposeSecret;
 use serde_json::Value;
 
@@ -18,7 +19,7 @@ use crate::domain::payments::retry_delay_ms;
 use crate::domain::time::now_ms;
 use crate::providers::payments::{adapter, ProviderId};
 use crate::state::AppState;
-use crate::store::webhooks::{NewWebhook, WebhookEvent};
+use crate::store::callbacks::{NewCallback, StoredCallback};
 use crate::store::StoreError;
 
 use super::fulfilment::{self, ConfirmError};
@@ -39,7 +40,7 @@ pub enum Refused {
 }
 
 /// Whether `signature` is the provider's signature of `body` with the platform's shared secret
-/// or with the secret of the account that owns the event's reference (D6.1).
+/// or with the secret of the account that owns the callback's reference (D6.1).
 async fn signed_by_a_known_secret(state: &AppState, id: ProviderId, body: &[u8], signature: &str) -> bool {
     let provider = adapter(id);
     if let Some(shared) = state.config.providers.get(id.as_str()) {
@@ -86,56 +87,57 @@ async fn signed_by_a_known_secret(state: &AppState, id: ProviderId, body: &[u8],
 }
 
 /// Verifies and stores one callback (see the module docs). Returns whether it was new (false for
-/// a second delivery of a stored event).
+/// a second delivery of a stored callback).
 pub async fn accept(state: &AppState, id: ProviderId, body: &[u8], signature: &str) -> Result<bool, Refused> {
     if !signed_by_a_known_secret(state, id, body, signature).await {
-        tracing::warn!(provider = id.as_str(), "webhook with a wrong signature refused");
+        tracing::warn!(provider = id.as_str(), "callback with a wrong signature refused");
         return Err(Refused::Signature);
     }
-    let event =
-        adapter(id).parse_event(body).map_err(|e| Refused::Malformed(format!("not a {} event: {e}", id.as_str())))?;
+    let callback = adapter(id)
+        .parse_callback(body)
+        .map_err(|e| Refused::Malformed(format!("not a {} event: {e}", id.as_str())))?;
     let payload = std::str::from_utf8(body).map_err(|_| Refused::Malformed("the body is not UTF-8".into()))?;
-    let new = NewWebhook {
+    let new = NewCallback {
         provider: id.as_str(),
-        event_key: event.event_key(),
-        event: event.event,
-        reference: event.reference,
+        event_key: callback.event_key(),
+        event: callback.event,
+        reference: callback.reference,
         payload: payload.to_string(),
     };
-    let stored = state.webhooks.write(new).await?;
-    tracing::debug!(provider = id.as_str(), duplicate = !stored, "webhook stored");
+    let stored = state.callbacks.write(new).await?;
+    tracing::debug!(provider = id.as_str(), duplicate = !stored, "callback stored");
     Ok(stored)
 }
 
-/// Reconciles one stored event (see the module docs) and records its outcome; `step_ms` is its
+/// Reconciles one stored callback (see the module docs) and records its outcome; `step_ms` is its
 /// job's last delay. A provider that could not be reached asks the worker to come back.
-pub async fn reconcile(state: &AppState, event: &WebhookEvent, step_ms: i64) -> Result<Next, StoreError> {
+pub async fn reconcile(state: &AppState, callback: &StoredCallback, step_ms: i64) -> Result<Next, StoreError> {
     let retry = |e: &dyn std::fmt::Display| {
-        tracing::warn!(event = %event.id, error = %e, "provider unreachable; the event is retried");
+        tracing::warn!(callback = %callback.id, error = %e, "provider unreachable; the callback is retried");
         Ok(Next::Later { delay_ms: retry_delay_ms(step_ms), not_after: None, error: Some(e.to_string()) })
     };
-    let outcome = match event.event.as_str() {
-        "charge.success" | "charge.failed" => match state.store.transaction_by_reference(&event.reference).await? {
+    let outcome = match callback.event.as_str() {
+        "charge.success" | "charge.failed" => match state.store.transaction_by_reference(&callback.reference).await? {
             None => "unknown_reference".to_string(),
-            Some(t) if t.provider.as_deref() != Some(event.provider.as_str()) => "provider_mismatch".to_string(),
+            Some(t) if t.provider.as_deref() != Some(callback.provider.as_str()) => "provider_mismatch".to_string(),
             Some(t) => match fulfilment::confirm(state, &t).await {
                 Ok(c) => c.as_str().to_string(),
                 Err(ConfirmError::Provider(e)) if e.is_transient() => return retry(&e),
                 Err(e) => format!("error: {e}"),
             },
         },
-        "transfer.success" | "transfer.failed" => match state.store.withdrawal_by_id(&event.reference).await? {
+        "transfer.success" | "transfer.failed" => match state.store.withdrawal_by_id(&callback.reference).await? {
             None => "unknown_reference".to_string(),
-            Some(w) if w.provider != event.provider => "provider_mismatch".to_string(),
+            Some(w) if w.provider != callback.provider => "provider_mismatch".to_string(),
             Some(w) => match payouts::reconcile(state, &w).await {
                 Ok(o) => o.as_str().to_string(),
                 Err(PayoutError::Provider(e)) if e.is_transient() => return retry(&e),
                 Err(e) => format!("error: {e}"),
             },
         },
-        // Refund webhooks name the charge (D17.36): every pending refund of it is asked about.
+        // Refund callbacks name the charge (D17.36): every pending refund of it is asked about.
         "refund.processed" | "refund.success" | "refund.failed" => {
-            match refunds::reconcile(state, &event.provider, &event.reference).await {
+            match refunds::reconcile(state, &callback.provider, &callback.reference).await {
                 Ok(o) => o,
                 Err(RefundError::Provider(e)) if e.is_transient() => return retry(&e),
                 Err(e) => format!("error: {e}"),
@@ -143,7 +145,7 @@ pub async fn reconcile(state: &AppState, event: &WebhookEvent, step_ms: i64) -> 
         }
         _ => "ignored".to_string(),
     };
-    tracing::info!(provider = %event.provider, event = %event.event, outcome = %outcome, "webhook reconciled");
-    state.store.finish_webhook(&event.id, &outcome, now_ms()).await?;
+    tracing::info!(provider = %callback.provider, event = %callback.event, outcome = %outcome, "callback reconciled");
+    state.store.finish_callback(&callback.id, &outcome, now_ms()).await?;
     Ok(Next::Done)
 }

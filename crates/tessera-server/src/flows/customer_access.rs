@@ -507,7 +507,7 @@ pub async fn sign_out(store: &Store, session: &PortalSession, actor: &Actor, now
     Ok(store.revoke_portal_session(session, actor, now).await?)
 }
 
-/// `otp/send`: a passcode for a purpose of the console, by e-mail or SMS, to anyone the member
+/// `otp/send`: a passcode for a purpose of the portal, by e-mail or SMS, to anyone the member
 /// names (the D8.2 limits per recipient and purpose in the account).
 pub async fn send_otp(
     store: &Store,

@@ -1,6 +1,6 @@
 //! Fulfilment (D5.5–7, D6.2–3, D13.2, D16.2, D16.4): a charge the provider confirmed becomes
-//! money in the ledger and what was bought, exactly once, whatever asks (the provider's webhook
-//! through the webhook worker, the charge poller, `POST /payments/verify`):
+//! money in the ledger and what was bought, exactly once, whatever asks (the provider's callback
+//! through the callbacks worker, the charge poller, `POST /payments/verify`):
 //! 1. [`confirm`] asks the transaction's provider for the charge: a callback is only a trigger,
 //!    the provider's verify API is the proof;
 //! 2. a success with the amount, currency and reference expected is [`settle`]d: in ONE store
@@ -75,7 +75,7 @@ pub enum ConfirmError {
 }
 
 /// Asks the transaction's provider for the charge and applies what it says, exactly as a
-/// webhook would (D5.7, D6.2–3).
+/// callback would (D5.7, D6.2–3).
 pub async fn confirm(state: &AppState, t: &Transaction) -> Result<Confirmed, ConfirmError> {
     if t.credited || !t.status.takes_credit() {
         return Ok(Confirmed::Unchanged);
@@ -313,7 +313,7 @@ pub(super) async fn fulfil(conn: &mut StoreTx, p: &Purchase<'_>, now: i64) -> St
 }
 
 /// `POST /payments/verify` (D5.7): asks the provider about the account's transaction now,
-/// applies what it says as a webhook would, and returns the transaction as it then stands.
+/// applies what it says as a callback would, and returns the transaction as it then stands.
 /// A provider that cannot answer → 502; another account's reference → 404.
 pub async fn verify(state: &AppState, account_id: &str, reference: &str) -> super::FlowResult<Transaction> {
     let t = state.store.transaction(account_id, reference).await?;

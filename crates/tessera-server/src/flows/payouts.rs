@@ -22,7 +22,7 @@
 //!   fails a withdrawal whose transfer was never created, and releases its hold; a provider that
 //!   refuses the transfer itself (a 4xx) fails it at once (nothing was paid).
 //!
-//! Transfer webhooks are a trigger to ask the verify API, never proof on their own (D6.2–3).
+//! Transfer callbacks are a trigger to ask the verify API, never proof on their own (D6.2–3).
 use serde_json::Value;
 
 use crate::domain::money::to_ghs;

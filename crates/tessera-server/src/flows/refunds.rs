@@ -7,7 +7,7 @@
 //! whole (409 `not_refundable`, `refund_exceeds_payment`, `ticket_not_refundable`,
 //! `insufficient_balance`; 400 `ticket_codes_required`) and the key stays free.
 //!
-//! [`step`] (the refund worker, per claimed `refund` job) and [`reconcile`] (a refund webhook):
+//! [`step`] (the refund worker, per claimed `refund` job) and [`reconcile`] (a refund callback):
 //! - a refund the provider does not hold yet is created there with [`PaymentProvider::create_refund`],
 //!   which is idempotent by the refund id (the provider answers the refund it already has), so a
 //!   crash between the provider's answer and recording it is redone without refunding twice;
@@ -18,7 +18,7 @@
 //! - provider errors retry at doubling delays; a provider unreachable for 24 h fails a refund it
 //!   never held; a provider that refuses the creation (a 4xx) fails it at once.
 //!
-//! Refund webhooks name the charge: every pending refund of it is asked about (D6.2: a webhook
+//! Refund callbacks name the charge: every pending refund of it is asked about (D6.2: a callback
 //! is only a trigger).
 //!
 //! [`cancel`] archives a campaign and, with refunds, leaves a `campaign_cancel` job;
@@ -179,7 +179,7 @@ async fn advance(state: &AppState, r: &Refund, may_create: bool) -> Result<Outco
     Ok(apply(state, r, &remote).await?)
 }
 
-/// A refund webhook's reconciliation: asks the provider about every pending refund of the
+/// A refund callback's reconciliation: asks the provider about every pending refund of the
 /// charge it names (of that provider). Returns the outcomes, for the stored event.
 pub async fn reconcile(state: &AppState, provider: &str, reference: &str) -> Result<String, RefundError> {
     let pending = state.store.pending_refunds_of(reference).await?;

@@ -498,7 +498,7 @@ impl Turn<'_> {
 /// prompt, keyed by the transaction reference, so a retried call never charges twice (a
 /// provider that already has the reference refuses it: the charge stands). A vote no longer
 /// pending (paid, cancelled, expired) is not charged. The votes are credited by the fulfilment
-/// flow when the provider's webhook or the verify poll confirms the payment.
+/// flow when the provider's callback or the verify poll confirms the payment.
 pub async fn charge(state: &AppState, reference: &str, step_ms: i64) -> FlowResult<Next> {
     let Some(t) = state.store.transaction_by_reference(reference).await? else {
         return Ok(Next::Done);

@@ -1,5 +1,6 @@
 //! THE route table: every path once, grouped by auth scheme, each documented in OpenAPI by
 //! construction (utoipa-axum's `routes!` registers the handler and its `#[utoipa::path]`).
+pub mod callbacks;
 pub mod console;
 pub mod envelope;
 pub mod error;
@@ -11,7 +12,6 @@ pub mod portal;
 pub mod serve;
 pub mod ussd;
 pub mod v1;
-pub mod webhooks;
 
 use axum::extract::State;
 use axum::http::header;
@@ -181,8 +181,8 @@ fn open_routes() -> OpenApiRouter<AppState> {
 }
 
 /// Provider callbacks: their own signature scheme, no tenant key (spec Scheme 4).
-fn webhook_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(webhooks::receive))
+fn callback_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(callbacks::receive))
 }
 
 /// USSD gateways: the account's callback token in the query, no key (D17.19).
@@ -194,7 +194,7 @@ fn ussd_routes() -> OpenApiRouter<AppState> {
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let (_, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(v1_routes())
-        .merge(webhook_routes())
+        .merge(callback_routes())
         .merge(ussd_routes())
         .merge(portal_sign_in_routes())
         .merge(portal_session_routes())
@@ -221,7 +221,7 @@ pub fn router(state: AppState) -> Router {
     let v1 = v1.route_layer(middleware::auth::AuthLayer::new(state.clone()));
     let (open, _) = open_routes().split_for_parts();
     crate::telemetry::metrics::install();
-    let (webhooks, _) = webhook_routes().split_for_parts();
+    let (callbacks, _) = callback_routes().split_for_parts();
     let (ussd, _) = ussd_routes().split_for_parts();
     let (portal_session, _) = portal_session_routes().split_for_parts();
     let portal_session =
@@ -233,7 +233,7 @@ pub fn router(state: AppState) -> Router {
         .route_layer(axum::middleware::from_fn(middleware::session::envelope));
     let router = Router::new()
         .merge(v1)
-        .merge(webhooks)
+        .merge(callbacks)
         .merge(ussd)
         .merge(portal)
         .merge(open)

@@ -8,7 +8,7 @@
 //!
 //! Each response names its envelope schema and the `x-request-id` header; a 429 adds
 //! `Retry-After` and the `RateLimit-*` headers. Another envelope (portal `{success, error, code}`,
-//! webhook `{success, error, code, requestId}`) gets its own sets from the same macro, e.g.
+//! provider callback `{success, error, code, requestId}`) gets its own sets from the same macro, e.g.
 //! `error_responses!(PortalErrors = PortalErrorEnvelope { 401 => "…", 403 => "…" })`.
 //! docs/openapi.md says which sets a new route declares; `tests/api/openapi.rs` enforces it.
 use std::collections::BTreeMap;
@@ -129,7 +129,7 @@ error_responses! {
                 free); or `idempotency_key_reused`: the key was used with another body (D9.1, D16.12).",
     }
 
-    WebhookErrors = ErrorEnvelope {
+    CallbackErrors = ErrorEnvelope {
         400 => "`validation_failed` for an unsupported provider (answered before the body is read), or \
                 `malformed_json` for a signed body that is not the provider's event.",
         401 => "`missing_auth` (no signature header) or `invalid_signature`: nothing is stored (D6.1).",

@@ -671,7 +671,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn faults_delay_charges_and_drop_or_duplicate_webhooks() {
+    async fn faults_delay_charges_and_drop_or_duplicate_callbacks() {
         let sb = sandbox().await;
         let base = sb.base_url().to_string();
         let (st, f) =
@@ -692,17 +692,17 @@ mod tests {
                 .await;
         assert_eq!(st, 400);
 
-        sb.set_faults(Faults { webhook_drop_percent: 100, ..Faults::default() });
+        sb.set_faults(Faults { callback_drop_percent: 100, ..Faults::default() });
         let (_, f) = call(reqwest::Method::GET, &format!("{base}/sandbox/faults"), None).await;
         assert_eq!(f["webhookDropPercent"], 100);
         sb.set_notify_url("http://127.0.0.1:9");
         let (st, _) = call(reqwest::Method::POST, &format!("{base}/sandbox/charges/F-1/succeed"), None).await;
         assert_eq!(st, 200);
-        let hooks = sb.webhooks();
+        let hooks = sb.callbacks();
         assert_eq!(hooks.len(), 1, "dropped, so never retried: {hooks:?}");
         assert_eq!((hooks[0]["dropped"].as_bool(), &hooks[0]["status"]), (Some(true), &Value::Null));
 
-        sb.set_faults(Faults { webhook_duplicate_percent: 100, ..Faults::default() });
+        sb.set_faults(Faults { callback_duplicate_percent: 100, ..Faults::default() });
         let (st, _) = call(
             reqwest::Method::POST,
             &format!("{}/charge", sb.provider_url("provider_a")),
@@ -712,7 +712,7 @@ mod tests {
         assert_eq!(st, 200);
         let (st, _) = call(reqwest::Method::POST, &format!("{base}/sandbox/charges/F-2/fail"), None).await;
         assert_eq!(st, 200);
-        let f2: Vec<Value> = sb.webhooks().into_iter().filter(|h| h["reference"] == "F-2").collect();
+        let f2: Vec<Value> = sb.callbacks().into_iter().filter(|h| h["reference"] == "F-2").collect();
         assert!(f2.len() >= 2, "sent twice: {f2:?}");
         assert!(f2.iter().all(|h| h["dropped"] == false));
     }

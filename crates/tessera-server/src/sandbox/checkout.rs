@@ -1,5 +1,5 @@
 //! The sandbox's checkout page (D11.3): what a charge's `authorization_url` / `checkoutUrl`
-//! opens. Pay and Decline settle the charge, send its signed webhook, and send the customer back
+//! opens. Pay and Decline settle the charge, send its signed callback, and send the customer back
 //! to the charge's callback URL with `reference` and `status` appended, as a hosted payment page
 //! does.
 use std::sync::Arc;
@@ -70,7 +70,7 @@ fn checkout_html(c: &Charge) -> String {
         &format!(
             "<h1>Tessera sandbox checkout</h1><div class=\"amount\">{cur} {amt}</div>\
              <dl><dt>E-mail</dt><dd>{email}</dd><dt>Reference</dt><dd><code>{r}</code></dd><dt>Provider</dt><dd>{prov}</dd></dl>\
-             {state}<p class=\"note\">Sandbox: no money moves. Paying or declining sends the provider's signed webhook.</p>",
+             {state}<p class=\"note\">Sandbox: no money moves. Paying or declining sends the provider's signed callback.</p>",
             cur = esc(&c.currency),
             amt = major(c.amount),
             email = esc(&c.email),

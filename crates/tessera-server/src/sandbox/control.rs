@@ -1,5 +1,5 @@
 //! The sandbox's control API (D11.3), for tests, scripts and demos: settle charges and
-//! transfers (which sends their signed webhooks), cause provider outages and faults, and read
+//! transfers (which sends their signed callbacks), cause provider outages and faults, and read
 //! what the sandbox holds and received. Lists are newest first.
 use std::sync::Arc;
 
@@ -25,7 +25,7 @@ pub(super) fn routes(shared: Arc<Shared>) -> Router {
         .route("/sandbox/providers/{provider}/outage", post(outage))
         .route(
             "/sandbox/webhooks",
-            get(|State(s): State<Arc<Shared>>| async move { Json(newest_first(&s.db().webhooks)) }),
+            get(|State(s): State<Arc<Shared>>| async move { Json(newest_first(&s.db().callbacks)) }),
         )
         .route("/sandbox/sms", get(|State(s): State<Arc<Shared>>| async move { Json(newest_first(&s.db().sms)) }))
         .route("/sandbox/mail", get(|State(s): State<Arc<Shared>>| async move { Json(newest_first(&s.db().mail)) }))
@@ -40,7 +40,7 @@ struct SettleIn {
     amount: Option<i64>,
     /// Settle in another currency, for mismatch tests.
     currency: Option<String>,
-    /// `false`: settle without sending the webhook (the verify API still tells).
+    /// `false`: settle without sending the callback (the verify API still tells).
     deliver: Option<bool>,
     /// Failure reason of a failed transfer.
     reason: Option<String>,
@@ -70,7 +70,7 @@ pub(super) enum SettleError {
 }
 
 /// Settles a pending charge (optionally with another amount or currency) and, when `deliver`,
-/// sends its webhook: the first attempt before returning, retries in the background.
+/// sends its callback: the first attempt before returning, retries in the background.
 pub(super) async fn settle_charge(
     shared: &Arc<Shared>,
     reference: &str,
@@ -98,7 +98,7 @@ pub(super) async fn settle_charge(
         c.clone()
     };
     if deliver {
-        shared.deliver(charge.provider, &charge.secret, charge.webhook()).await;
+        shared.deliver(charge.provider, &charge.secret, charge.callback()).await;
     }
     Ok(charge)
 }
@@ -166,7 +166,7 @@ async fn transfer_settle(
         t.clone()
     };
     if input.deliver.unwrap_or(true) {
-        shared.deliver(transfer.provider, &transfer.secret, transfer.webhook()).await;
+        shared.deliver(transfer.provider, &transfer.secret, transfer.callback()).await;
     }
     Json(transfer.record()).into_response()
 }
@@ -202,8 +202,10 @@ async fn faults_show(State(shared): State<Arc<Shared>>) -> Json<Faults> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct FaultsIn {
-    webhook_drop_percent: Option<u8>,
-    webhook_duplicate_percent: Option<u8>,
+    #[serde(rename = "webhookDropPercent")]
+    callback_drop_percent: Option<u8>,
+    #[serde(rename = "webhookDuplicatePercent")]
+    callback_duplicate_percent: Option<u8>,
     charge_delay_ms: Option<u64>,
 }
 
@@ -211,7 +213,7 @@ struct FaultsIn {
 /// faults in force.
 async fn faults_set(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     let input: FaultsIn = if body.iter().all(u8::is_ascii_whitespace) {
-        FaultsIn { webhook_drop_percent: None, webhook_duplicate_percent: None, charge_delay_ms: None }
+        FaultsIn { callback_drop_percent: None, callback_duplicate_percent: None, charge_delay_ms: None }
     } else {
         match serde_json::from_slice(&body) {
             Ok(i) => i,
@@ -219,8 +221,8 @@ async fn faults_set(State(shared): State<Arc<Shared>>, body: Bytes) -> Response 
         }
     };
     for (name, p) in [
-        ("webhookDropPercent", input.webhook_drop_percent),
-        ("webhookDuplicatePercent", input.webhook_duplicate_percent),
+        ("webhookDropPercent", input.callback_drop_percent),
+        ("webhookDuplicatePercent", input.callback_duplicate_percent),
     ] {
         if p.is_some_and(|p| p > 100) {
             return gateway_error(StatusCode::BAD_REQUEST, "validation_failed", format!("{name} must be 0 to 100"));
@@ -235,11 +237,11 @@ async fn faults_set(State(shared): State<Arc<Shared>>, body: Bytes) -> Response 
     }
     let mut db = shared.db();
     let f = &mut db.faults;
-    if let Some(p) = input.webhook_drop_percent {
-        f.webhook_drop_percent = p;
+    if let Some(p) = input.callback_drop_percent {
+        f.callback_drop_percent = p;
     }
-    if let Some(p) = input.webhook_duplicate_percent {
-        f.webhook_duplicate_percent = p;
+    if let Some(p) = input.callback_duplicate_percent {
+        f.callback_duplicate_percent = p;
     }
     if let Some(ms) = input.charge_delay_ms {
         f.charge_delay_ms = ms;

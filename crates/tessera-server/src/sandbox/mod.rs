@@ -2,13 +2,13 @@
 //! loopback for demos, integration scripts and tests. It is a product, not a mock: it speaks the
 //! real wires (Paystack's API under `/provider_a`, the gateway protocol under `/provider_b` and
 //! `/provider_c`, the SMS gateway under `/sms`, SMTP on its own listener), serves a checkout page,
-//! signs its webhooks with the secret each charge was created with (D6.1), and has a control API
+//! signs its callbacks with the secret each charge was created with (D6.1), and has a control API
 //! under `/sandbox` to settle charges, transfers and refunds ([`refunds`]), cause outages and faults, and read what it
 //! received. It also plays the USSD gateways and the handset in front of Tessera (D17.23,
 //! [`ussd`]), and receives Tessera's own outbound webhooks in a verifying inbox (D17.26,
 //! [`inbox`]).
 //!
-//! It keeps nothing on disk and delivers webhooks to loopback addresses only: it is for demos
+//! It keeps nothing on disk and delivers callbacks to loopback addresses only: it is for demos
 //! and tests, never for money.
 mod api;
 mod checkout;
@@ -35,14 +35,14 @@ use crate::providers::outbound::FilteringResolver;
 use crate::providers::payments::wire::sign_hmac_hex;
 use crate::providers::payments::ProviderId;
 
-/// Where the sandbox listens and where it sends webhooks.
+/// Where the sandbox listens and where it sends callbacks.
 #[derive(Debug, Clone)]
 pub struct SandboxOptions {
     /// HTTP listener (provider APIs, checkout, SMS gateway, control API).
     pub listen: SocketAddr,
     /// SMTP sink listener; none when `None`.
     pub smtp_listen: Option<SocketAddr>,
-    /// Tessera's base URL: webhooks go to `<notify_url>/api/white-label/webhooks/<provider>`.
+    /// Tessera's base URL: callbacks go to `<notify_url>/api/white-label/webhooks/<provider>`.
     pub notify_url: Option<String>,
 }
 
@@ -147,7 +147,7 @@ impl SandboxHandle {
         Ok(bound)
     }
 
-    /// Where webhooks go from now on (Tessera's base URL).
+    /// Where callbacks go from now on (Tessera's base URL).
     pub fn set_notify_url(&self, url: impl Into<String>) {
         if let Ok(mut n) = self.shared.notify_url.write() {
             *n = Some(url.into());
@@ -177,9 +177,16 @@ impl SandboxHandle {
         all.into_iter().map(refunds::Refund::record).collect()
     }
 
-    /// Webhook deliveries, newest first.
+    /// The callbacks the sandbox sent Tessera (`GET /sandbox/webhooks`), newest first.
+    pub fn callbacks(&self) -> Vec<Value> {
+        newest_first(&self.shared.db().callbacks)
+    }
+
+    /// [`Self::callbacks`] under its former name, which tests/ still call; to go once they call
+    /// `callbacks`.
+    #[doc(hidden)]
     pub fn webhooks(&self) -> Vec<Value> {
-        newest_first(&self.shared.db().webhooks)
+        self.callbacks()
     }
 
     /// The webhook inbox's URL (`POST` deliveries here; `GET` lists them).
@@ -311,15 +318,18 @@ impl Channel {
     }
 }
 
-/// Faults the sandbox injects (`/sandbox/faults`): into the webhooks it sends and into the
+/// Faults the sandbox injects (`/sandbox/faults`): into the callbacks it sends and into the
 /// answers of charge-creating calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Faults {
-    /// Percent of webhooks recorded as dropped and never sent (0–100).
-    pub webhook_drop_percent: u8,
-    /// Percent of webhooks sent twice, the same signed body (0–100).
-    pub webhook_duplicate_percent: u8,
+    /// Percent of callbacks recorded as dropped and never sent (0–100). On the wire
+    /// `webhookDropPercent`, the control API's published name.
+    #[serde(rename = "webhookDropPercent")]
+    pub callback_drop_percent: u8,
+    /// Percent of callbacks sent twice, the same signed body (0–100); `webhookDuplicatePercent`.
+    #[serde(rename = "webhookDuplicatePercent")]
+    pub callback_duplicate_percent: u8,
     /// Delay before answering `transaction/initialize`, `/charge` and `/charges` (ms, at most
     /// 60 000); the charge is made before the wait, as a provider slower than its client's
     /// timeout would.
@@ -332,8 +342,8 @@ impl Faults {
 
     fn clamped(self) -> Faults {
         Faults {
-            webhook_drop_percent: self.webhook_drop_percent.min(100),
-            webhook_duplicate_percent: self.webhook_duplicate_percent.min(100),
+            callback_drop_percent: self.callback_drop_percent.min(100),
+            callback_duplicate_percent: self.callback_duplicate_percent.min(100),
             charge_delay_ms: self.charge_delay_ms.min(Self::MAX_DELAY_MS),
         }
     }
@@ -446,8 +456,8 @@ impl Charge {
         })
     }
 
-    /// The D6 webhook body.
-    pub fn webhook(&self) -> Value {
+    /// The D6 callback body.
+    pub fn callback(&self) -> Value {
         let event = if self.status == Outcome::Success { "charge.success" } else { "charge.failed" };
         json!({
             "event": event,
@@ -509,7 +519,7 @@ impl Transfer {
         })
     }
 
-    pub fn webhook(&self) -> Value {
+    pub fn callback(&self) -> Value {
         let event = if self.status == Outcome::Success { "transfer.success" } else { "transfer.failed" };
         let mut data = json!({
             "id": self.wire_id(),
@@ -535,7 +545,8 @@ pub(crate) struct Db {
     pub refunds: HashMap<String, refunds::Refund>,
     /// Paystack recipient codes → (secret, recipient details).
     pub recipients: HashMap<String, (String, Value)>,
-    pub webhooks: Vec<Value>,
+    /// The callbacks sent to Tessera (`GET /sandbox/webhooks`).
+    pub callbacks: Vec<Value>,
     pub sms: Vec<Value>,
     pub mail: Vec<Value>,
     /// Outbound webhooks Tessera delivered to the inbox ([`inbox`]).
@@ -627,11 +638,11 @@ impl Shared {
         found.into_iter().map(|c| c.record(&self.base_url)).collect()
     }
 
-    /// Sends a signed webhook: the first attempt now, up to 3 more in the background
+    /// Sends a signed callback: the first attempt now, up to 3 more in the background
     /// (0.5 s, 1 s, 2 s later) while the answer is a network error or not a 2xx.
     pub async fn deliver(self: &Arc<Self>, provider: ProviderId, secret: &str, body: Value) {
         let event = body["event"].as_str().unwrap_or_default().to_string();
-        // A Paystack refund's webhook has no `reference`: it is logged under its `merchant_note`,
+        // A Paystack refund's callback has no `reference`: it is logged under its `merchant_note`,
         // Tessera's refund id, as the gateway's refunds are.
         let data = &body["data"];
         let reference = data["reference"].as_str().or(data["merchant_note"].as_str()).unwrap_or_default().to_string();
@@ -647,7 +658,7 @@ impl Shared {
         };
         let attempt = Attempt { provider, event, reference, url, bytes, signature };
         let faults = self.db().faults;
-        if roll(faults.webhook_drop_percent) {
+        if roll(faults.callback_drop_percent) {
             self.record_delivery(
                 attempt.provider,
                 &attempt.event,
@@ -659,7 +670,7 @@ impl Shared {
             return;
         }
         let delivered = self.attempt(&attempt, 1).await;
-        if roll(faults.webhook_duplicate_percent) {
+        if roll(faults.callback_duplicate_percent) {
             // The same signed body again, as a provider that re-sends does.
             self.attempt(&attempt, 1).await;
         }
@@ -724,7 +735,7 @@ impl Shared {
             "attempt": attempt,
             "at": now_rfc3339(),
         });
-        push_bounded(&mut self.db().webhooks, entry);
+        push_bounded(&mut self.db().callbacks, entry);
     }
 }
 

@@ -10,14 +10,14 @@
 //!   failureReason, createdAt, completedAt}` with `id` = `reference` = the refund id; the same
 //!   reference again → 200 and the refund it already has. `GET /refunds/:id`.
 //! - Control: `POST /sandbox/refunds/:id/succeed` or `/fail` (`:id` = Tessera's refund id; body
-//!   `{"deliver": false}` settles without the webhook, `/fail` takes `{reason?}`),
+//!   `{"deliver": false}` settles without the callback, `/fail` takes `{reason?}`),
 //!   `GET /sandbox/refunds/:id` and `GET /sandbox/refunds` (newest first).
 //!
 //! Only a successful charge made with the same provider and secret can be refunded, by at most
 //! what is left of it: its amount less its refunds that have not failed (400 beyond). A refund
-//! waits pending until the control API settles it, which sends its signed webhook
+//! waits pending until the control API settles it, which sends its signed callback
 //! (`refund.processed` / `refund.failed` on Paystack's wire, `refund.success` / `refund.failed`
-//! on the gateway's), naming the refunded charge; the faults' webhook drops and duplicates apply.
+//! on the gateway's), naming the refunded charge; the faults' callback drops and duplicates apply.
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -126,8 +126,8 @@ impl Refund {
         })
     }
 
-    /// The webhook of a settled refund, naming the refunded charge as each wire does.
-    pub fn webhook(&self) -> Value {
+    /// The callback of a settled refund, naming the refunded charge as each wire does.
+    pub fn callback(&self) -> Value {
         let failed = self.status == Outcome::Failed;
         match self.provider {
             ProviderId::A => {
@@ -390,14 +390,14 @@ async fn show(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Resp
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SettleIn {
-    /// `false`: settle without sending the webhook (the provider's API still tells).
+    /// `false`: settle without sending the callback (the provider's API still tells).
     deliver: Option<bool>,
     /// Why a failed refund failed.
     reason: Option<String>,
 }
 
 /// `POST /sandbox/refunds/:id/succeed|fail` → the refund's record; 404 unknown, 409 (with the
-/// record) when settled already. The webhook's first attempt is made before the answer.
+/// record) when settled already. The callback's first attempt is made before the answer.
 async fn settle(
     State(shared): State<Arc<Shared>>,
     Path((id, action)): Path<(String, String)>,
@@ -432,7 +432,7 @@ async fn settle(
         r.clone()
     };
     if input.deliver.unwrap_or(true) {
-        shared.deliver(refund.provider, &refund.secret, refund.webhook()).await;
+        shared.deliver(refund.provider, &refund.secret, refund.callback()).await;
     }
     Json(refund.record()).into_response()
 }

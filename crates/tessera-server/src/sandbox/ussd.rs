@@ -17,7 +17,7 @@
 //!   message, continueSession}`.
 //!
 //! Sessions are in memory, the last 1000 kept. Calls go through the sandbox's loopback-only
-//! client, as its webhooks do.
+//! client, as its callbacks do.
 use std::collections::HashMap;
 use std::sync::Arc;
 

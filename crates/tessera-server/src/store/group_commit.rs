@@ -1,7 +1,7 @@
 //! Group commit: many small writes that arrive together share one database transaction.
 //! Each caller still gets its answer only after the transaction holding its write committed, so
 //! nothing is acknowledged before it is durable; a burst pays for one commit, not one per write.
-//! Used by the webhook hand-off (D6.2) and the gate's check-ins (D7.3), whose writes are tiny and
+//! Used by the callback hand-off (D6.2) and the gate's check-ins (D7.3), whose writes are tiny and
 //! arrive by the thousand.
 use std::future::Future;
 use std::pin::Pin;

@@ -10,8 +10,9 @@ use crate::domain::new_id;
 
 /// The queues.
 pub mod queue {
-    /// Stored provider webhooks awaiting reconciliation (subject: webhook event id).
-    pub const WEBHOOK: &str = "webhook";
+    /// Stored provider callbacks awaiting reconciliation (subject: the callback's id). The
+    /// stored queue name is still `webhook` (written in rows; no migration).
+    pub const CALLBACK: &str = "webhook";
     /// Pending charges: verify polling and hold expiry (subject: transaction reference).
     pub const CHARGE: &str = "charge";
     /// Withdrawals to pay out and transfers to poll (subject: withdrawal id).
@@ -27,7 +28,7 @@ pub mod queue {
     /// D17.37).
     pub const CAMPAIGN_CANCEL: &str = "campaign_cancel";
     /// Every queue, for metrics.
-    pub const ALL: [&str; 7] = [WEBHOOK, CHARGE, PAYOUT, NOTIFICATION, MOMO, REFUND, CAMPAIGN_CANCEL];
+    pub const ALL: [&str; 7] = [CALLBACK, CHARGE, PAYOUT, NOTIFICATION, MOMO, REFUND, CAMPAIGN_CANCEL];
 }
 
 #[derive(Debug, Clone)]

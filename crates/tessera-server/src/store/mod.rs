@@ -8,6 +8,7 @@
 pub mod accounts;
 pub mod approvals;
 pub mod audit;
+pub mod callbacks;
 pub mod campaigns;
 pub mod console;
 pub mod console_campaigns;
@@ -38,7 +39,6 @@ pub mod tickets;
 pub mod ussd;
 pub mod webhook_deliveries;
 pub mod webhook_endpoints;
-pub mod webhooks;
 pub mod withdrawals;
 
 use std::str::FromStr;

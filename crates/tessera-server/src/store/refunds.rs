@@ -399,7 +399,7 @@ impl Store {
         rows.iter().map(from_row).collect()
     }
 
-    /// The pending refunds of a charge (a refund webhook names the charge, D17.36).
+    /// The pending refunds of a charge (a refund callback names the charge, D17.36).
     pub async fn pending_refunds_of(&self, reference: &str) -> StoreResult<Vec<Refund>> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM refunds WHERE transaction_reference = $1 AND status = 'pending' ORDER BY created_at"

@@ -28,7 +28,8 @@ pub const HTTP_REQUESTS: &str = "tessera_http_requests_total";
 pub const HTTP_DURATION: &str = "tessera_http_request_duration_seconds";
 pub const JOB_QUEUE_DEPTH: &str = "tessera_job_queue_depth";
 pub const JOB_OLDEST_AGE: &str = "tessera_job_oldest_age_seconds";
-pub const WEBHOOKS_RECEIVED: &str = "tessera_webhooks_received_total";
+/// Provider callbacks received (the published name predates the word "callback").
+pub const CALLBACKS_RECEIVED: &str = "tessera_webhooks_received_total";
 pub const NOTIFICATIONS: &str = "tessera_notifications_total";
 pub const WEBHOOK_DELIVERIES: &str = "tessera_webhook_deliveries_total";
 pub const QR_IMAGES_RENDERED: &str = "tessera_qr_images_rendered_total";
@@ -75,7 +76,7 @@ fn describe() {
     describe_histogram!(HTTP_DURATION, Unit::Seconds, "Time from the request head to the response head.");
     describe_gauge!(JOB_QUEUE_DEPTH, "Jobs due or running, per queue.");
     describe_gauge!(JOB_OLDEST_AGE, Unit::Seconds, "Age of the oldest job not yet done, per queue.");
-    describe_counter!(WEBHOOKS_RECEIVED, "Inbound provider webhooks, by provider and outcome.");
+    describe_counter!(CALLBACKS_RECEIVED, "Inbound provider callbacks, by provider and outcome.");
     describe_counter!(NOTIFICATIONS, "Notification delivery attempts, by channel and outcome.");
     describe_counter!(WEBHOOK_DELIVERIES, "Requests to accounts' webhook endpoints, by outcome.");
     describe_counter!(
@@ -138,11 +139,11 @@ pub fn oldest_job_age(queue: &'static str, seconds: f64) {
     metrics::gauge!(JOB_OLDEST_AGE, "queue" => queue).set(seconds.max(0.0));
 }
 
-/// One inbound webhook: `provider` is `"provider_a"`, `"provider_b"`, `"provider_c"` or
+/// One provider callback received: `provider` is `"provider_a"`, `"provider_b"`, `"provider_c"` or
 /// `"unknown"`; `outcome` e.g. `"accepted"`, `"duplicate"`, `"invalid_signature"`,
 /// `"rejected"`.
-pub fn webhook_received(provider: &'static str, outcome: &'static str) {
-    metrics::counter!(WEBHOOKS_RECEIVED, "provider" => provider, "outcome" => outcome).increment(1);
+pub fn callback_received(provider: &'static str, outcome: &'static str) {
+    metrics::counter!(CALLBACKS_RECEIVED, "provider" => provider, "outcome" => outcome).increment(1);
 }
 
 /// One notification attempt: `channel` `"email"` or `"sms"`; `outcome` e.g. `"sent"`,
@@ -182,7 +183,7 @@ mod tests {
         install();
         job_queue_depth("unit_test_queue", 3);
         oldest_job_age("unit_test_queue", 12.5);
-        webhook_received("provider_a", "accepted");
+        callback_received("provider_a", "accepted");
         notification_outcome("email", "sent");
         http_request("BREW", "/unit-test/{id}", 200, 0.002);
         let text = render();

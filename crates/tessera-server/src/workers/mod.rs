@@ -5,13 +5,13 @@
 //! claims, calls its flow's step (`crate::flows`) and does what the step says next.
 //! `try_execute_one` runs one due job (tests drain queues with it); `spawn` runs the loops
 //! until the token is cancelled, then hands claimed jobs back.
+pub mod callbacks;
 pub mod charges;
 pub mod deliveries;
 pub mod momo;
 pub mod notifications;
 pub mod payouts;
 pub mod refunds;
-pub mod webhooks;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -56,7 +56,7 @@ async fn follow(state: &AppState, job: &Job, next: Next) -> anyhow::Result<()> {
 /// the rest of the queue.
 pub fn spawn(state: &AppState, cancel: &CancellationToken) -> Vec<JoinHandle<()>> {
     let workers: [Worker; 8] = [
-        ("webhooks", |s| Box::pin(async move { webhooks::try_execute_one(&s).await }), POLL),
+        ("callbacks", |s| Box::pin(async move { callbacks::try_execute_one(&s).await }), POLL),
         ("charges", |s| Box::pin(async move { charges::try_execute_one(&s).await }), POLL),
         ("payouts", |s| Box::pin(async move { payouts::try_execute_one(&s).await }), POLL),
         ("notifications", |s| Box::pin(async move { notifications::try_execute_one(&s).await }), POLL),
@@ -105,7 +105,7 @@ pub async fn drain(state: &AppState) -> anyhow::Result<usize> {
     let mut ran = 0;
     loop {
         let mut any = false;
-        while webhooks::try_execute_one(state).await? {
+        while callbacks::try_execute_one(state).await? {
             ran += 1;
             any = true;
         }

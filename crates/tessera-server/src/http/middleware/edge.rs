@@ -1,4 +1,4 @@
-//! The edge: the per-IP rate limit on API paths and console form posts (D2.10; provider webhooks exempt, D17.16) and CORS preflight for the
+//! The edge: the per-IP rate limit on API paths and console form posts (D2.10; provider callbacks exempt, D17.16) and CORS preflight for the
 //! domain-key routes (D2.3: answered only for approved domains).
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
@@ -6,34 +6,27 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::client_ip;
+use super::credentials::{counted_by_credentials, origin_host};
 use crate::http::error::{rate_limit_headers, ApiError};
 use crate::http::is_domain_key_path;
 use crate::state::AppState;
 
 /// The provider-callback routes, `/api/white-label/webhooks/{provider}`.
-const WEBHOOKS_PREFIX: &str = "/api/white-label/webhooks/";
+const CALLBACKS_PREFIX: &str = "/api/white-label/webhooks/";
 
 pub const ALLOWED_HEADERS: &str = "content-type, x-white-label-domain, x-white-label-key, x-request-id";
 pub const EXPOSED_HEADERS: &str = "x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, retry-after";
-
-/// The host of an `Origin` header value (`https://shop.example.com:443` → `shop.example.com`).
-pub fn origin_host(origin: &str) -> Option<String> {
-    let rest = origin.split_once("://").map(|(_, r)| r)?;
-    let host = rest.split('/').next()?;
-    let host = host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host);
-    crate::domain::accounts::normalize_hostname(host)
-}
 
 /// Why the per-IP limit refused a request (the API's envelope and the console's page alike).
 const IP_LIMITED: &str = "too many requests from this address";
 
 pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    // D17.16: provider webhooks are outside the per-IP limit (their signature check is first
+    // D17.16: provider callbacks are outside the per-IP limit (their signature check is first
     // and cheap); every other API route keeps it, and so do the console's form posts (sign-in
     // included: each writes), refused with an HTML page.
     let console_post = path.starts_with("/console/") && req.method() == Method::POST;
-    if (!path.starts_with("/api/") && !console_post) || path.starts_with(WEBHOOKS_PREFIX) {
+    if (!path.starts_with("/api/") && !console_post) || path.starts_with(CALLBACKS_PREFIX) {
         return next.run(req).await;
     }
     if req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD) {
@@ -50,7 +43,7 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
     let ip = client_ip(req.headers(), req.extensions(), state.config.security.trust_forwarded_for);
     let verdict = match &state.shared {
         // A credentialed version 1 request is counted with its credentials, in one round trip.
-        Some(_) if super::auth::counted_by_credentials(&state, path, req.headers()) => Ok(None),
+        Some(_) if counted_by_credentials(&state, path, req.headers()) => Ok(None),
         Some(shared) => shared_ip_limit(shared, &ip).await,
         None => state.guards.per_ip.check(&ip),
     };

@@ -2,6 +2,7 @@
 //! preflight) → route match → auth (credentials: keys on version 1 routes, the portal session on
 //! portal routes) → handler.
 pub mod auth;
+pub mod credentials;
 pub mod edge;
 pub mod request_id;
 pub mod session;

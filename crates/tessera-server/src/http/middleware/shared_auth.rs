@@ -1,5 +1,6 @@
 //! The credentials checks of D2.8 with the guards several instances share through Redis
-//! (D17.1): the same checks in the same order as `auth`, with the IP limit, the failure blocks,
+//! (D17.1): the same checks in the same order as `auth` (the pieces both read are in
+//! `credentials`), with the IP limit, the failure blocks,
 //! the replay claim and the account limit decided by one round trip (`auth::shared`). A request
 //! refused locally (headers, key, clock, signature) makes one round trip too, which counts it
 //! against its IP and, for an unknown key id or a bad signature, against D2.9's blocks.
@@ -10,11 +11,11 @@
 use axum::body::{Body, Bytes, HttpBody as _};
 use axum::http::request::Parts;
 
-use super::auth::{
-    blocked, caller, discard_refused_body, domain_key_domain, domain_key_head, domain_secret_matches, key_and_clock,
-    signed_head, signed_path, AuthHeaders,
-};
 use super::client_ip;
+use super::credentials::{
+    approved_domain, blocked, caller, discard_refused_body, domain_key_domain, domain_key_head, domain_secret_matches,
+    host_text, key_and_clock, signed_head, signed_path, AuthHeaders,
+};
 use crate::auth::directory::AuthKey;
 use crate::auth::guard::LimitInfo;
 use crate::auth::keys::plausible_key_id;
@@ -134,9 +135,9 @@ async fn signed(
         Verdict::Admitted { ip, account } => (ip, account),
     };
     // D2.7: a domain named on a signed route must be an approved domain of the account.
-    let domain = match super::auth::host_text(hs.domain) {
+    let domain = match host_text(hs.domain) {
         None => None,
-        Some(d) => Some(super::auth::approved_domain(g.state, d, &key.info.account_id)?),
+        Some(d) => Some(approved_domain(g.state, d, &key.info.account_id)?),
     };
     let mut c = caller(&key, Scheme::Signed, domain);
     c.account_limit = account_verdict(account);

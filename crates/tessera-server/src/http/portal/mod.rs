@@ -1,8 +1,8 @@
 //! Reseller portal routes (spec "Reseller portal routes", Scheme 3; D10, D15, D16.14–19, D16.26):
-//! sign-in under `/api/white-label/portal/auth`, the console under
+//! sign-in under `/api/white-label/portal/auth`, the session routes under
 //! `/api/white-label/portal/reseller`. Answers are `{success: true, data}` and errors
 //! `{success: false, error, code, details?}` (no `requestId`; the `x-request-id` header is set).
-//! The session layer (`http::middleware::session`) puts a [`PortalCaller`] on every console
+//! The session layer (`http::middleware::session`) puts a [`PortalCaller`] on every session
 //! request; each handler names its permission in one line (`caller.require(MEMBERS_MANAGE)?`).
 pub mod approvals;
 pub mod auth;
@@ -147,7 +147,7 @@ impl<T: Serialize> IntoResponse for Portal<T> {
 pub type PortalResult<T> = Result<Portal<T>, ApiError>;
 
 crate::error_responses! {
-    /// 401, 403 and 429 of a console route (session scheme).
+    /// 401, 403 and 429 of a portal session route (session scheme).
     PortalErrors = PortalErrorEnvelope {
         401 => "`missing_auth`: no session, an unknown, expired or ended one (logout, member suspended or \
                 revoked), or a key or signature sent instead (D16.17).",

@@ -1,4 +1,4 @@
-//! OTP challenges of the console (spec "OTP challenge"; D15.4, D16.16): `otp/send` mails or
+//! OTP challenges of the reseller portal (spec "OTP challenge"; D15.4, D16.16): `otp/send` mails or
 //! texts a passcode for a purpose (login, withdrawal_approval, …) and `otp/verify` checks it
 //! once. These challenges open no session, and sign-in challenges are not accepted here (404,
 //! not used up). Codes follow D8.2 (hashed, 10 minutes, 5 tries, 60 s resend, 5 an hour).

@@ -1,4 +1,4 @@
-//! The console read and the profile update (spec "Reseller portal routes", "Reseller profile";
+//! The reseller read (profile, members, invitations) and the profile update (spec "Reseller portal routes", "Reseller profile";
 //! D10.2, D16.15, D16.18).
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
@@ -47,8 +47,12 @@ impl From<&Profile> for ProfileOut {
     }
 }
 
+// What `GET /portal/reseller` shows. Published in the OpenAPI document under its former name,
+// `ConsoleOut` ("console" is the organization web console under `/console`); a doc comment
+// here would become its description there.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ConsoleOut {
+#[schema(as = ConsoleOut)]
+pub struct ResellerOut {
     pub profile: ProfileOut,
     /// Members with a user (any status).
     pub members: Vec<MemberOut>,
@@ -85,16 +89,16 @@ pub struct ProfilePatchIn {
     get, path = "/api/white-label/portal/reseller", tag = "portal", operation_id = "portal_reseller_show",
     security(("portalSession" = [])),
     responses(
-        (status = 200, description = "The console: profile, members and invitations.", body = PortalEnvelope<ConsoleOut>),
+        (status = 200, description = "The console: profile, members and invitations.", body = PortalEnvelope<ResellerOut>),
         PortalErrors,
     )
 )]
-pub async fn show(State(state): State<AppState>, caller: PortalCaller) -> PortalResult<ConsoleOut> {
+pub async fn show(State(state): State<AppState>, caller: PortalCaller) -> PortalResult<ResellerOut> {
     let account = caller.account_id();
     let profile = state.store.reseller_profile(account).await?;
     let all = state.store.reseller_members(account).await?;
     let (invitations, members): (Vec<_>, Vec<_>) = all.iter().partition(|m| m.is_invitation());
-    Ok(Portal::ok(ConsoleOut {
+    Ok(Portal::ok(ResellerOut {
         profile: (&profile).into(),
         members: members.into_iter().map(MemberOut::from).collect(),
         invitations: invitations.into_iter().map(MemberOut::from).collect(),

@@ -5,7 +5,7 @@
 //! `GET /transfers/:reference`, `POST /refunds {reference, transaction, amount}` (the refund id
 //! is its reference: a second POST with it answers the refund already made, D17.36) and
 //! `GET /refunds/:id`; errors `{"error": {"code", "message"}}`. The two providers differ
-//! only in their webhook signature header (D6.1), both hex HMAC-SHA256 of the raw body.
+//! only in their callback signature header (D6.1), both hex HMAC-SHA256 of the raw body.
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -52,7 +52,7 @@ fn mobile_money_body(req: &MobileMoneyCharge<'_>) -> Value {
 }
 
 /// The gateway protocol as the adapter of provider `.0`; the providers speaking it differ only
-/// in their webhook signature header, which [`ProviderId::signature_header`] names.
+/// in their callback signature header, which [`ProviderId::signature_header`] names.
 pub struct Gateway(pub ProviderId);
 
 fn transfer_state(b: &Value, fallback: Option<&TransferRequest<'_>>) -> ProviderResult<TransferState> {
@@ -206,9 +206,9 @@ impl PaymentProvider for Gateway {
         wire::verify_hmac::<sha2::Sha256>(secret, body, signature)
     }
 
-    /// Reads the D6 webhook body.
-    fn parse_event(&self, body: &[u8]) -> Result<ProviderEvent, String> {
-        wire::parse_event(body)
+    /// Reads the D6 callback body.
+    fn parse_callback(&self, body: &[u8]) -> Result<ProviderCallback, String> {
+        wire::parse_callback(body)
     }
 }
 

@@ -1,9 +1,9 @@
 //! Payment providers (D11.1): one trait, one adapter file per provider. `provider_a` speaks
 //! Paystack's API; `provider_b` and `provider_c` speak the gateway protocol of
-//! docs/providers.md and differ only in their webhook signature (D6.1).
+//! docs/providers.md and differ only in their callback signature (D6.1).
 //!
 //! The list of providers is the one `providers!` table below: it makes [`ProviderId`], its
-//! names (the webhook route's `:provider`, the settings' `defaultProvider` and `providers.<name>`,
+//! names (the callback route's `:provider`, the settings' `defaultProvider` and `providers.<name>`,
 //! the configuration's `[providers.<name>]` and `TESSERA_<NAME>_…`) and [`adapter`]. Adding a
 //! real provider is one new adapter file and one line in that table.
 //!
@@ -27,7 +27,7 @@ use super::outbound::Outbound;
 /// each.
 macro_rules! providers {
     ($($variant:ident => $name:literal, $adapter:expr, [$($alt:literal),*];)+) => {
-        /// A provider identifier of the webhook route, the settings and the configuration (D4.2).
+        /// A provider identifier of the callback route, the settings and the configuration (D4.2).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum ProviderId {
             $($variant,)+
@@ -47,14 +47,14 @@ macro_rules! providers {
                 }
             }
 
-            /// The webhook signature header, `x-<name>-signature` (D6.1).
+            /// The callback signature header, `x-<name>-signature` (D6.1).
             pub fn signature_header(self) -> &'static str {
                 match self {
                     $(ProviderId::$variant => concat!("x-", $name, "-signature"),)+
                 }
             }
 
-            /// Every header the webhook signature is accepted in: [`Self::signature_header`]
+            /// Every header the callback signature is accepted in: [`Self::signature_header`]
             /// first, then the provider's own (D17.9: Paystack's `x-paystack-signature`).
             pub fn signature_headers(self) -> &'static [&'static str] {
                 match self {
@@ -107,7 +107,7 @@ pub struct ChargeRequest<'a> {
 }
 
 /// A mobile-money charge to make (D17.21): the customer approves a prompt on their handset, so
-/// there is no checkout page; the result arrives by webhook or verify poll like a card charge's.
+/// there is no checkout page; the result arrives by callback or verify poll like a card charge's.
 #[derive(Debug, Clone)]
 pub struct MobileMoneyCharge<'a> {
     /// Tessera's reference: a retried call with it never charges twice.
@@ -204,10 +204,12 @@ pub struct RefundState {
     pub reason: Option<String>,
 }
 
-/// A verified webhook body, read into the D6 shape `{event, data: {id, reference, status,
+/// A verified callback body, read into the D6 shape `{event, data: {id, reference, status,
 /// amount, currency, …}}`. Only a trigger: the worker confirms with the verify API (D6.2).
+/// `event` is the provider's own field name (and the stored column's), not one of Tessera's
+/// outbound events.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderEvent {
+pub struct ProviderCallback {
     /// `charge.success`, `charge.failed`, `transfer.success`, `transfer.failed`, the refund
     /// events `refund.processed` (Paystack), `refund.success` (gateway) and `refund.failed`
     /// (others are stored and ignored).
@@ -215,11 +217,11 @@ pub struct ProviderEvent {
     /// The provider's id of the charge, transfer or refund (`data.id`), when present.
     pub id: Option<String>,
     /// The charge's or the transfer's reference. For a refund event it is the refunded CHARGE's
-    /// reference (both wires name the transaction in refund webhooks), not the refund's.
+    /// reference (both wires name the transaction in refund callbacks), not the refund's.
     pub reference: String,
 }
 
-impl ProviderEvent {
+impl ProviderCallback {
     /// The idempotency key of D16.7: `event` + `data.id` when present, else `event` +
     /// `data.reference`.
     pub fn event_key(&self) -> String {
@@ -318,10 +320,17 @@ pub trait PaymentProvider: Send + Sync {
         req: &RefundRequest<'_>,
     ) -> ProviderResult<RefundState>;
 
-    /// Checks a webhook's signature header value over the raw body with `secret` (D6.1), in
+    /// Checks a callback's signature header value over the raw body with `secret` (D6.1), in
     /// constant time.
     fn verify_signature(&self, secret: &[u8], body: &[u8], signature: &str) -> bool;
 
-    /// Reads a webhook body (after its signature was verified).
-    fn parse_event(&self, body: &[u8]) -> Result<ProviderEvent, String>;
+    /// Reads a callback body (after its signature was verified).
+    fn parse_callback(&self, body: &[u8]) -> Result<ProviderCallback, String>;
+
+    /// [`Self::parse_callback`] under its former name, which tests/ still call; to go once they
+    /// call `parse_callback`.
+    #[doc(hidden)]
+    fn parse_event(&self, body: &[u8]) -> Result<ProviderCallback, String> {
+        self.parse_callback(body)
+    }
 }

@@ -1,14 +1,14 @@
 //! `provider_a`: Paystack's API, client side (D11.1). Charges are `transaction/initialize` and
 //! `transaction/verify/:reference`, mobile money is `POST /charge` with `mobile_money {phone,
 //! provider}` (D17.21; the same verify); payouts are a `transferrecipient` then a `transfer` with
-//! Tessera's reference (D16.13: Paystack refuses a reused one); webhooks carry
+//! Tessera's reference (D16.13: Paystack refuses a reused one); callbacks carry
 //! `x-provider_a-signature`, hex HMAC-SHA512 of the raw body with the secret key (D6.1).
 //!
 //! Refunds (D17.36): Paystack keys a refund by its own id and takes no reference of ours, so
 //! Tessera's refund id travels as `merchant_note`. Creating one first looks for it with
 //! `GET /refund?transaction=<charge reference>` (a retried call never refunds twice), then
 //! `POST /refund {transaction, amount, merchant_note}`; polling finds it the same way and reads
-//! `GET /refund/:id` (Paystack's id). Webhooks: `refund.processed`, `refund.failed`.
+//! `GET /refund/:id` (Paystack's id). Callbacks: `refund.processed`, `refund.failed`.
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -293,8 +293,8 @@ impl PaymentProvider for ProviderA {
         wire::verify_hmac::<sha2::Sha512>(secret, body, signature)
     }
 
-    fn parse_event(&self, body: &[u8]) -> Result<ProviderEvent, String> {
-        wire::parse_event(body)
+    fn parse_callback(&self, body: &[u8]) -> Result<ProviderCallback, String> {
+        wire::parse_callback(body)
     }
 }
 

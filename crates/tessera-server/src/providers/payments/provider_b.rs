@@ -1,4 +1,4 @@
-//! `provider_b`: the gateway protocol ([`super::gateway`]); webhooks signed in
+//! `provider_b`: the gateway protocol ([`super::gateway`]); callbacks signed in
 //! `x-provider_b-signature`, hex HMAC-SHA256 (D6.1).
 use super::gateway::Gateway;
 use super::ProviderId;

@@ -1,6 +1,6 @@
 //! What every adapter's wire shares: one JSON call with the Bearer secret through
 //! [`Outbound`] (D16.25), the mapping of transport failures and 5xx to
-//! [`ProviderError::Unreachable`], and constant-time webhook signature checks (D6.1).
+//! [`ProviderError::Unreachable`], and constant-time callback signature checks (D6.1).
 use hmac::{Mac, SimpleHmac};
 use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
@@ -138,7 +138,7 @@ where
     mac.verify_slice(&expected).is_ok()
 }
 
-/// Hex HMAC of `body`, as a provider signs its webhooks (the sandbox and tests use it).
+/// Hex HMAC of `body`, as a provider signs its callbacks (the sandbox and tests use it).
 pub fn sign_hmac_hex<D>(secret: &[u8], body: &[u8]) -> String
 where
     D: hmac::digest::Digest + hmac::digest::core_api::BlockSizeUser,
@@ -154,7 +154,7 @@ where
 /// `data.transaction_reference`, the gateway in `data.transaction` (a reference, or an object
 /// with one); that charge reference is the event's `reference` (contract of issue 26), so the
 /// callback can reconcile every pending refund of the charge.
-pub(super) fn parse_event(body: &[u8]) -> Result<super::ProviderEvent, String> {
+pub(super) fn parse_callback(body: &[u8]) -> Result<super::ProviderCallback, String> {
     let v: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
     let event = str_at(&v, "event").filter(|s| !s.is_empty()).ok_or("no event")?.to_string();
     let data = v.get("data").filter(|d| d.is_object()).ok_or("no data object")?;
@@ -169,10 +169,10 @@ pub(super) fn parse_event(body: &[u8]) -> Result<super::ProviderEvent, String> {
         Some(Value::Number(n)) => Some(n.to_string()),
         _ => None,
     };
-    Ok(super::ProviderEvent { event, id, reference })
+    Ok(super::ProviderCallback { event, id, reference })
 }
 
-/// The charge reference a refund webhook names: `transaction_reference`, then `transaction` as
+/// The charge reference a refund callback names: `transaction_reference`, then `transaction` as
 /// a string or as an object's `reference`.
 fn refunded_charge(data: &Value) -> Option<&str> {
     let nonempty = |s: &&str| !s.is_empty();
@@ -198,30 +198,31 @@ mod tests {
 
     #[test]
     fn event_ids_may_be_numbers_or_strings() {
-        let e = parse_event(br#"{"event":"charge.success","data":{"id":42,"reference":"r1"}}"#).expect("event");
+        let e = parse_callback(br#"{"event":"charge.success","data":{"id":42,"reference":"r1"}}"#).expect("event");
         assert_eq!((e.id.as_deref(), e.reference.as_str()), (Some("42"), "r1"));
-        let e = parse_event(br#"{"event":"charge.success","data":{"id":"ch_1","reference":"r1"}}"#).expect("event");
+        let e = parse_callback(br#"{"event":"charge.success","data":{"id":"ch_1","reference":"r1"}}"#).expect("event");
         assert_eq!(e.id.as_deref(), Some("ch_1"));
-        let e = parse_event(br#"{"event":"transfer.failed","data":{"reference":"r2"}}"#).expect("event");
+        let e = parse_callback(br#"{"event":"transfer.failed","data":{"reference":"r2"}}"#).expect("event");
         assert_eq!(e.event_key(), "transfer.failed:ref:r2");
-        assert!(parse_event(br#"{"event":"charge.success","data":{}}"#).is_err());
-        assert!(parse_event(b"nope").is_err());
+        assert!(parse_callback(br#"{"event":"charge.success","data":{}}"#).is_err());
+        assert!(parse_callback(b"nope").is_err());
     }
 
     #[test]
     fn refund_events_name_the_refunded_charge_on_both_wires() {
-        let e = parse_event(
+        let e = parse_callback(
             br#"{"event":"refund.processed","data":{"id":7,"transaction_reference":"T-1","merchant_note":"R-1"}}"#,
         )
         .expect("paystack");
         assert_eq!((e.event.as_str(), e.id.as_deref(), e.reference.as_str()), ("refund.processed", Some("7"), "T-1"));
-        let e = parse_event(br#"{"event":"refund.failed","data":{"id":"R-2","reference":"R-2","transaction":"T-2"}}"#)
-            .expect("gateway");
+        let e =
+            parse_callback(br#"{"event":"refund.failed","data":{"id":"R-2","reference":"R-2","transaction":"T-2"}}"#)
+                .expect("gateway");
         assert_eq!((e.id.as_deref(), e.reference.as_str()), (Some("R-2"), "T-2"));
-        let e = parse_event(br#"{"event":"refund.success","data":{"id":"R-3","transaction":{"reference":"T-3"}}}"#)
+        let e = parse_callback(br#"{"event":"refund.success","data":{"id":"R-3","transaction":{"reference":"T-3"}}}"#)
             .expect("object");
         assert_eq!(e.reference, "T-3");
-        assert!(parse_event(br#"{"event":"refund.success","data":{"id":"R-4","reference":"R-4"}}"#).is_err());
+        assert!(parse_callback(br#"{"event":"refund.success","data":{"id":"R-4","reference":"R-4"}}"#).is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `POST /api/white-label/webhooks/:provider` (the contract's provider-callback scheme, D6):
 //! the provider is checked before the body is read (400); the signature check and the durable
 //! hand-off are the callbacks flow's ([`crate::flows::callbacks::accept`]): a wrong signature is
-//! 401, the verified event is stored with its reconciliation job before the 200, and a duplicate
+//! 401, the verified callback is stored with its reconciliation job before the 200, and a duplicate
 //! answers 200 and stores nothing.
 use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
@@ -11,16 +11,19 @@ use utoipa::ToSchema;
 
 use super::envelope::request_id;
 use super::error::ApiError;
-use super::openapi::WebhookErrors;
+use super::openapi::CallbackErrors;
 use crate::flows::callbacks::{self, Refused};
 use crate::providers::payments::ProviderId;
 use crate::state::AppState;
 use crate::telemetry::metrics;
 
 /// The answer to an accepted callback (spec).
+// Published in the OpenAPI document under its former name, `WebhookAck` (and the doc lines
+// here are its descriptions there).
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = WebhookAck)]
 #[serde(rename_all = "camelCase")]
-pub struct WebhookAck {
+pub struct CallbackAck {
     pub success: bool,
     /// The event is stored (or was already): Tessera reconciles it.
     pub processed: bool,
@@ -37,19 +40,19 @@ pub struct WebhookAck {
         (or Paystack's own `x-paystack-signature`, D17.9) = hex HMAC-SHA512, provider_b `x-provider_b-signature` and \
         provider_c `x-provider_c-signature` = hex HMAC-SHA256, with the provider secret key.",
         example = json!({"event": "charge.success", "data": {"id": "ch_1", "reference": "tsr_…", "status": "success", "amount": 5000, "currency": "GHS"}})),
-    responses((status = 200, description = "Stored for reconciliation (or already stored)", body = WebhookAck), WebhookErrors)
+    responses((status = 200, description = "Stored for reconciliation (or already stored)", body = CallbackAck), CallbackErrors)
 )]
 pub async fn receive(
     State(state): State<AppState>,
     Path(provider): Path<String>,
     req: Request,
-) -> Result<(StatusCode, Json<WebhookAck>), ApiError> {
+) -> Result<(StatusCode, Json<CallbackAck>), ApiError> {
     let Some(id) = ProviderId::parse(&provider) else {
-        metrics::webhook_received("unsupported", "unsupported_provider");
+        metrics::callback_received("unsupported", "unsupported_provider");
         let names = ProviderId::NAMES.join(", ");
         return Err(ApiError::field("provider", format!("unsupported provider; one of {names}")));
     };
-    let count = |outcome: &'static str| metrics::webhook_received(id.as_str(), outcome);
+    let count = |outcome: &'static str| metrics::callback_received(id.as_str(), outcome);
     // D17.9: the first of the provider's signature headers present (provider_a also takes Paystack's own).
     let signature = id
         .signature_headers()
@@ -76,6 +79,6 @@ pub async fn receive(
     count(if new { "stored" } else { "duplicate" });
     Ok((
         StatusCode::OK,
-        Json(WebhookAck { success: true, processed: true, provider: id.as_str().into(), request_id: request_id() }),
+        Json(CallbackAck { success: true, processed: true, provider: id.as_str().into(), request_id: request_id() }),
     ))
 }
