@@ -6,7 +6,8 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tessera_client::{Client, Method, RawResponse};
 
-use crate::helpers::{assert_error, detail_fields, raw, spawn, spawn_with, Backend, TestApp, TestKey};
+use crate::support::client::{assert_error, detail_fields, raw};
+use crate::support::server::{spawn, spawn_with, Backend, TestApp, TestKey};
 
 const CONTEXT: &str = "/api/white-label/v1/context";
 const CONFIG: &str = "/api/white-label/v1/config";

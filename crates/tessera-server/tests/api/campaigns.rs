@@ -7,7 +7,8 @@ use futures_util::future::join_all;
 use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
-use crate::helpers::{assert_error, detail_fields, raw, spawn, Backend, TestApp, TestKey};
+use crate::support::client::{assert_error, detail_fields, raw};
+use crate::support::server::{spawn, Backend, TestApp, TestKey};
 
 const CAMPAIGNS: &str = "/api/white-label/v1/campaigns";
 

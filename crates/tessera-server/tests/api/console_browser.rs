@@ -13,12 +13,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::console::{mailed_code, member};
-use crate::helpers::{Backend, ALL_PRIVATE_SCOPES};
-use crate::my_tickets::spawn_mailing;
-use crate::payments::{buy, drain, payment, running_campaign, sandbox_settle, ticket_type, PayApp};
-use crate::ticket_types::send;
-use crate::tickets::{code_of, VERIFY};
+use crate::support::catalogue::{running_campaign, ticket_type};
+use crate::support::client::send;
+use crate::support::console::member;
+use crate::support::mail::{mailed_code, spawn_mailing};
+use crate::support::payments::{buy, payment, sandbox_settle, PayApp};
+use crate::support::server::{drain, Backend, ALL_PRIVATE_SCOPES};
+use crate::support::tickets::{code_of, VERIFY};
 
 /// The key W3C WebDriver names an element reference by.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";

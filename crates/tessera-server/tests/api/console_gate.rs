@@ -9,12 +9,13 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::console::{member, sign_in, signed_in, Browser, Page};
-use crate::helpers::Backend;
-use crate::my_tickets::spawn_mailing;
-use crate::payments::{buy, drain, payment, running_campaign, sandbox_settle, ticket_type, PayApp};
-use crate::ticket_types::send;
-use crate::tickets::{code_of, issued, VERIFY};
+use crate::support::catalogue::{running_campaign, ticket_type};
+use crate::support::client::send;
+use crate::support::console::{member, sign_in, signed_in, Browser, Page};
+use crate::support::mail::spawn_mailing;
+use crate::support::payments::{buy, payment, sandbox_settle, PayApp};
+use crate::support::server::{drain, Backend};
+use crate::support::tickets::{code_of, issued, VERIFY};
 
 const GATE: &str = "/console/gate";
 

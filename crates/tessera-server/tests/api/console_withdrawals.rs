@@ -6,13 +6,12 @@ use serde_json::{json, Value};
 use tessera_client::Method;
 use tessera_server::cli::admin;
 
-use crate::console::{member, sign_in, signed_in, Browser, Page};
-use crate::helpers::{Backend, TestKey, ALL_PRIVATE_SCOPES};
-use crate::my_tickets::point_mail_at_sandbox;
-use crate::payments::{
-    assert_ledger_clean, buy, drain, running_campaign, sandbox_settle, ticket_type, PayApp, BALANCE,
-};
-use crate::withdrawals::WITHDRAWALS;
+use crate::support::catalogue::{running_campaign, ticket_type};
+use crate::support::console::{member, sign_in, signed_in, Browser, Page};
+use crate::support::ledger::assert_ledger_clean;
+use crate::support::mail::point_mail_at_sandbox;
+use crate::support::payments::{buy, sandbox_settle, PayApp, BALANCE, WITHDRAWALS};
+use crate::support::server::{drain, Backend, TestKey, ALL_PRIVATE_SCOPES};
 
 const PATH: &str = "/console/withdrawals";
 

@@ -1,7 +1,8 @@
 //! Foundation: health, envelope, signed and domain-key authentication end to end.
 use tessera_client::Method;
 
-use crate::helpers::{assert_error, spawn, Backend};
+use crate::support::client::assert_error;
+use crate::support::server::{spawn, Backend};
 
 async fn the_context_answers_a_signed_request(b: Backend) {
     let app = spawn(b).await;
@@ -15,7 +16,9 @@ async fn the_context_answers_a_signed_request(b: Backend) {
 
 async fn a_signed_route_without_headers_is_401_missing_auth(b: Backend) {
     let app = spawn(b).await;
-    let r = crate::helpers::raw(app.http.get(app.url("/api/white-label/v1/context")).send().await.expect("send")).await;
+    let r =
+        crate::support::client::raw(app.http.get(app.url("/api/white-label/v1/context")).send().await.expect("send"))
+            .await;
     assert_error(&r, 401, "missing_auth");
 }
 

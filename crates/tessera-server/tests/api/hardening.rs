@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::helpers::{assert_error, detail_fields, raw, spawn, spawn_with, Backend, TestApp};
+use crate::support::client::{assert_error, detail_fields, raw};
+use crate::support::server::{spawn, spawn_with, Backend, TestApp};
 
 const SETTINGS: &str = "/api/white-label/v1/settings";
 const CAMPAIGNS: &str = "/api/white-label/v1/campaigns";
@@ -348,7 +349,7 @@ async fn malformed_framing_is_400_in_the_envelope() {
 }
 
 /// Broken chunked framing is read by the route that reads the body: a signed route and a
-/// provider webhook both answer 400 in the envelope (not 413, not a bare 400).
+/// provider callback both answer 400 in the envelope (not 413, not a bare 400).
 async fn broken_chunked_framing_is_400_in_the_envelope(b: Backend) {
     let app = spawn(b).await;
     let key = app.account.private.clone();
@@ -361,10 +362,11 @@ async fn broken_chunked_framing_is_400_in_the_envelope(b: Backend) {
         "0".repeat(64),
     );
     assert_raw_refusal(&raw_exchange(&app, signed.into_bytes()).await, 400, "malformed_json");
-    let webhook = "POST /api/white-label/webhooks/provider_a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+    let callback =
+        "POST /api/white-label/webhooks/provider_a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
                    Transfer-Encoding: chunked\r\nx-provider_a-signature: 00\r\nConnection: close\r\n\r\n\
                    3\r\n{}a\r\nnot-hex\r\n";
-    assert_raw_refusal(&raw_exchange(&app, webhook.as_bytes().to_vec()).await, 400, "malformed_json");
+    assert_raw_refusal(&raw_exchange(&app, callback.as_bytes().to_vec()).await, 400, "malformed_json");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -529,7 +531,7 @@ async fn an_answered_write_survives_a_kill_9_and_the_server_starts_again(b: Back
     let dir = tempfile::tempdir().expect("tempdir");
     let db = match &b {
         Backend::Sqlite => None,
-        Backend::Postgres(_) => Some(crate::helpers::postgres_schema_url(&b).await),
+        Backend::Postgres(_) => Some(crate::support::server::postgres_schema_url(&b).await),
     };
     json_out(
         tessera_bin(dir.path(), &db)

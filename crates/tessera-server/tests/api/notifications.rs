@@ -6,11 +6,11 @@ use tessera_client::Method;
 use tessera_server::domain::time::now_ms;
 use tessera_server::workers;
 
-use crate::helpers::{assert_error, detail_fields, Backend};
-use crate::my_tickets::point_mail_at_sandbox;
-use crate::payments::{drain, spawn_paid_with, PayApp};
-use crate::ticket_types::send;
-use crate::tickets::{code_of, issued};
+use crate::support::client::{assert_error, detail_fields, send};
+use crate::support::mail::point_mail_at_sandbox;
+use crate::support::payments::{spawn_paid_with, PayApp};
+use crate::support::server::{drain, Backend};
+use crate::support::tickets::{code_of, issued};
 
 const NOTIFICATIONS: &str = "/api/white-label/v1/notifications";
 

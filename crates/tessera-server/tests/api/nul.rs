@@ -6,8 +6,9 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::json;
 use tessera_client::Method;
 
-use crate::helpers::{assert_error, raw, spawn, Backend, TestApp};
-use crate::ticket_types::{assert_invalid, campaign_body, create_campaign, send_default, with};
+use crate::support::catalogue::{campaign_body, create_campaign};
+use crate::support::client::{assert_error, assert_invalid, raw, send_default, with};
+use crate::support::server::{spawn, Backend, TestApp};
 
 const V1: &str = "/api/white-label/v1";
 

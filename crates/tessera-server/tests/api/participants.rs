@@ -2,10 +2,9 @@
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::helpers::{assert_error, spawn, Backend, TestApp};
-use crate::ticket_types::{
-    assert_invalid, create_campaign, create_campaign_as, key_with, names, send, send_default, strings, with,
-};
+use crate::support::catalogue::{create_campaign, create_campaign_as};
+use crate::support::client::{assert_error, assert_invalid, names, send, send_default, strings, with};
+use crate::support::server::{key_with, spawn, Backend, TestApp};
 
 const PARTICIPANTS: &str = "/api/white-label/v1/participants";
 
@@ -265,7 +264,7 @@ async fn a_participant_patch_changes_only_the_fields_given(b: Backend) {
     assert_eq!(r.json()["data"]["name"], "Ama K. Mensah");
     // The new name is searchable.
     assert_eq!(names(&list(&app, "?search=k.%20mensah").await["data"]), strings(&["Ama K. Mensah"]));
-    let entries = crate::ticket_types::audit_actions(&app, id);
+    let entries = crate::support::server::audit_actions(&app, id);
     let actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().unwrap_or("")).collect();
     assert_eq!(actions, ["participant.status_changed", "participant.updated", "participant.created"]);
     assert_eq!(entries[0]["summary"]["after"]["status"], "eliminated", "{}", entries[0]);
@@ -316,7 +315,8 @@ async fn a_participant_patch_of_another_account_a_bad_id_or_without_campaigns_wr
 }
 
 async fn hidden_or_eliminated_participants_take_no_votes(b: Backend) {
-    use crate::payments::{initialize, participant, running_campaign, spawn_paid};
+    use crate::support::catalogue::{participant, running_campaign};
+    use crate::support::payments::{initialize, spawn_paid};
     let p = spawn_paid(b).await;
     let c = running_campaign(&p, &p.account.private, "voting").await;
     let nominee = participant(&p, &p.account.private, &c).await;

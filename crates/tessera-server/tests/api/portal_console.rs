@@ -4,9 +4,12 @@
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::helpers::{detail_fields, Backend};
-use crate::payments::{buy, drain, running_campaign, sandbox_settle, ticket_type, PayApp};
-use crate::portal::{call, mailed_code, mint, portal_error, portal_ok, reseller, sign_in, spawn_reseller, CONSOLE};
+use crate::support::catalogue::{running_campaign, ticket_type};
+use crate::support::client::detail_fields;
+use crate::support::mail::mailed_code;
+use crate::support::payments::{buy, sandbox_settle, PayApp};
+use crate::support::portal::{call, mint, portal_error, portal_ok, reseller, sign_in, spawn_reseller, CONSOLE};
+use crate::support::server::{drain, Backend};
 
 const PROFILE: &str = "/api/white-label/portal/reseller/profile";
 const MEMBERS: &str = "/api/white-label/portal/reseller/members";
@@ -464,8 +467,9 @@ async fn an_approved_withdrawal_request_releases_the_withdrawal_through_the_port
     let reference = buy(&p, &c, &tt, 1).await["reference"].as_str().expect("reference").to_string();
     sandbox_settle(&p, &reference, "succeed", json!({})).await;
     drain(&p).await;
-    let key =
-        p.create_key(&p.account.slug, "private", None, crate::helpers::ALL_PRIVATE_SCOPES, &["withdrawals"]).await;
+    let key = p
+        .create_key(&p.account.slug, "private", None, crate::support::server::ALL_PRIVATE_SCOPES, &["withdrawals"])
+        .await;
     let (s, set) = p
         .signed(
             Method::PATCH,
@@ -532,8 +536,14 @@ async fn otp_send_mails_a_passcode_that_verify_checks_once_and_challenges_stay_a
     drain(&p).await;
     let code = mailed_code(&p, &to).expect("mailed");
     // At the sign-in route it is 404 and not used up.
-    let r = call(&p, None, Method::POST, crate::portal::VERIFY, Some(json!({"challengeId": challenge, "code": code})))
-        .await;
+    let r = call(
+        &p,
+        None,
+        Method::POST,
+        crate::support::portal::VERIFY,
+        Some(json!({"challengeId": challenge, "code": code})),
+    )
+    .await;
     portal_error(&r, 404, "not_found");
     let wrong = if code == "000000" { "111111" } else { "000000" };
     let r = call(&p, Some(&t), Method::POST, OTP_VERIFY, Some(json!({"challengeId": challenge, "code": wrong}))).await;
@@ -543,13 +553,19 @@ async fn otp_send_mails_a_passcode_that_verify_checks_once_and_challenges_stay_a
     let r = call(&p, Some(&t), Method::POST, OTP_VERIFY, Some(json!({"challengeId": challenge, "code": code}))).await;
     portal_error(&r, 409, "conflict");
     // A sign-in challenge is 404 here, and still opens a session afterwards.
-    let sign = crate::portal::start(&p, &owner).await;
+    let sign = crate::support::portal::start(&p, &owner).await;
     drain(&p).await;
     let sign_code = mailed_code(&p, &owner).expect("code");
     let r = call(&p, Some(&t), Method::POST, OTP_VERIFY, Some(json!({"challengeId": sign, "code": sign_code}))).await;
     portal_error(&r, 404, "not_found");
-    let r = call(&p, None, Method::POST, crate::portal::VERIFY, Some(json!({"challengeId": sign, "code": sign_code})))
-        .await;
+    let r = call(
+        &p,
+        None,
+        Method::POST,
+        crate::support::portal::VERIFY,
+        Some(json!({"challengeId": sign, "code": sign_code})),
+    )
+    .await;
     portal_ok(&r, 200);
     // SMS goes over the account's gateway; whatsapp has none.
     let r = call(

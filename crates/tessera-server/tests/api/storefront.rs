@@ -4,10 +4,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, raw, spawn, Backend, TestApp};
-use crate::ticket_types::{
-    create_campaign, create_campaign_as, create_ticket_type, key_with, names, strings, ticket_type_body, with,
-};
+use crate::support::catalogue::{create_campaign, create_campaign_as, create_ticket_type, ticket_type_body};
+use crate::support::client::{assert_error, names, raw, strings, with};
+use crate::support::server::{key_with, spawn, Backend, TestApp};
 
 const STOREFRONT: &str = "/api/white-label/v1/storefront";
 

@@ -2,8 +2,9 @@
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::helpers::{assert_error, spawn, Backend, TestApp};
-use crate::ticket_types::{assert_invalid, create_campaign, create_campaign_as, key_with, send, send_default, with};
+use crate::support::catalogue::{create_campaign, create_campaign_as};
+use crate::support::client::{assert_error, assert_invalid, send, send_default, with};
+use crate::support::server::{key_with, spawn, Backend, TestApp};
 
 const SUBMISSIONS: &str = "/api/white-label/v1/submissions";
 

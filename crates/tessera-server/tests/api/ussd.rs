@@ -4,7 +4,7 @@
 //! through the sandbox's handset simulator (`/sandbox/ussd/dial`, `/reply`). A confirmed vote is
 //! a pending vote transaction (channel `ussd`) whose mobile-money charge the worker makes after
 //! the session ended; the sandbox holds it until `/succeed` or `/fail`, and only the verified
-//! webhook credits the votes, once. Screens are matched by the contract's key phrases only, and
+//! callback credits the votes, once. Screens are matched by the contract's key phrases only, and
 //! every screen seen is at most 160 characters.
 use std::ops::Deref;
 use std::time::Duration;
@@ -15,11 +15,12 @@ use tessera_server::app::Application;
 use tessera_server::config::{Config, StartRefused};
 use tessera_server::state::AppState;
 
-use crate::helpers::{assert_error, detail_fields, raw, Backend, TestApp};
-use crate::payments::{
-    assert_ledger_clean, drain, payment, platform_secret, post_webhook, running_campaign, sandbox_settle, signed_event,
-    spawn_paid_with, PayApp, PAYMENTS,
-};
+use crate::support::callbacks::{post_callback, signed_event};
+use crate::support::catalogue::running_campaign;
+use crate::support::client::{assert_error, detail_fields, raw};
+use crate::support::ledger::assert_ledger_clean;
+use crate::support::payments::{payment, platform_secret, sandbox_settle, spawn_paid_with, PayApp, PAYMENTS};
+use crate::support::server::{drain, Backend, TestApp};
 
 const TOKEN: &str = "ussd-callback-7Qm2xZ9p";
 const SERVICE: &str = "*920*44#";
@@ -556,13 +557,13 @@ async fn repost_success(app: &TestApp, provider: &str, charge: &Value) -> RawRes
         "channel": charge["channel"], "customer": {"email": charge["email"]},
     }});
     let (body, sig) = signed_event(provider, &platform_secret(provider), event);
-    post_webhook(app, provider, body, Some(&sig)).await
+    post_callback(app, provider, body, Some(&sig)).await
 }
 
 // ---------------------------------------------------------------------------------------------
 // 1. The whole flow on each gateway
 
-/// How the duplicate webhook of [`whole_flow`] arrives.
+/// How the duplicate callback of [`whole_flow`] arrives.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Duplicate {
     /// The test posts the signed body again after the first was reconciled.
@@ -573,7 +574,7 @@ enum Duplicate {
 
 /// code → count → confirm → END; one pending vote transaction (channel ussd) and no charge until
 /// the worker runs; then ONE mobile-money charge through `provider`; paid: the nominee has the
-/// votes, once, however often the webhook comes.
+/// votes, once, however often the callback comes.
 async fn whole_flow(b: Backend, gw: Gw, provider: &str, duplicate: Duplicate) {
     let r = rig(b).await;
     match provider {
@@ -624,13 +625,13 @@ async fn whole_flow(b: Backend, gw: Gw, provider: &str, duplicate: Duplicate) {
         Duplicate::Reposted => {
             let settled = sim.charge(&reference).await.expect("charge");
             let again = repost_success(&r, provider, &settled).await;
-            assert!((200..300).contains(&again.status), "the same webhook again: {}", again.json());
+            assert!((200..300).contains(&again.status), "the same callback again: {}", again.json());
         }
         Duplicate::Fault => {
             let (_, hooks) = sim.get("/sandbox/webhooks").await;
             let sent =
                 hooks.as_array().map_or(0, |h| h.iter().filter(|w| w["reference"] == reference.as_str()).count());
-            assert!(sent >= 2, "the sandbox sent the webhook twice: {hooks}");
+            assert!(sent >= 2, "the sandbox sent the callback twice: {hooks}");
         }
     }
     drain(&r).await;
@@ -648,7 +649,7 @@ async fn a_vote_through_hubtel_is_charged_through_the_ussd_provider_and_credited
     whole_flow(b, Gw::Hubtel, "provider_b", Duplicate::Reposted).await;
 }
 
-async fn a_vote_through_nalo_is_credited_once_when_the_webhook_comes_twice(b: Backend) {
+async fn a_vote_through_nalo_is_credited_once_when_the_callback_comes_twice(b: Backend) {
     whole_flow(b, Gw::Nalo, "provider_a", Duplicate::Fault).await;
 }
 
@@ -903,8 +904,8 @@ async fn a_hubtel_release_or_timeout_ends_the_session_and_confirms_nothing(b: Ba
     assert!(Sim::of(&r).charges_of(msisdn).await.is_empty(), "nothing charged");
 }
 
-/// The webhook of a paid mobile-money charge is lost: the verify poll credits the vote, once.
-async fn a_lost_webhook_is_made_up_by_the_verify_poll(b: Backend) {
+/// The callback of a paid mobile-money charge is lost: the verify poll credits the vote, once.
+async fn a_lost_callback_is_made_up_by_the_verify_poll(b: Backend) {
     let r = rig(b).await;
     let sim = Sim::of(&r);
     let (msisdn, net) = Gw::Arkesel.phone();
@@ -916,7 +917,7 @@ async fn a_lost_webhook_is_made_up_by_the_verify_poll(b: Backend) {
     assert_momo_charge(&sim.charge(&reference).await.expect("charge"), "provider_a", msisdn, net, 1000, 1);
     sim.faults(json!({"webhookDropPercent": 100})).await;
     sandbox_settle(&r, &reference, "succeed", json!({})).await;
-    assert_eq!(r.store.webhook_count(&reference).await.expect("count"), 0, "the webhook was dropped");
+    assert_eq!(r.store.webhook_count(&reference).await.expect("count"), 0, "the callback was dropped");
     // The verify interval is 1 ms in these tests: the next poll is due at once.
     std::thread::sleep(Duration::from_millis(5));
     drain(&r).await;
@@ -1271,7 +1272,7 @@ async fn the_callback_token_is_write_only_and_reads_back_masked(b: Backend) {
 on_both!(
     a_vote_through_africastalking_is_charged_by_mobile_money_and_credited_once,
     a_vote_through_hubtel_is_charged_through_the_ussd_provider_and_credited_once,
-    a_vote_through_nalo_is_credited_once_when_the_webhook_comes_twice,
+    a_vote_through_nalo_is_credited_once_when_the_callback_comes_twice,
     a_vote_through_arkesel_is_charged_through_the_default_provider_and_credited_once,
     inputs_given_with_the_dial_jump_to_the_confirm_screen_on_every_gateway,
     the_gateways_network_field_decides_over_the_numbers_prefix,
@@ -1282,7 +1283,7 @@ on_both!(
     a_gateway_repeating_the_confirming_request_opens_one_vote,
     long_names_still_fit_every_screen,
     a_hubtel_release_or_timeout_ends_the_session_and_confirms_nothing,
-    a_lost_webhook_is_made_up_by_the_verify_poll,
+    a_lost_callback_is_made_up_by_the_verify_poll,
     a_redial_with_a_pending_vote_offers_to_prompt_again_cancel_or_vote_anew,
     a_session_resumes_after_a_server_restart,
     wrong_or_missing_tokens_are_401_and_unknown_gateways_400,

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
-use crate::helpers::{assert_error, spawn, spawn_second, Backend, TestApp, TestKey};
-use crate::payments::{drain, initialize, running_campaign, sandbox_settle, spawn_paid, spawn_paid_with, PayApp};
-use crate::ticket_types::{campaign_body, create_campaign, create_campaign_as, key_with, send};
+use crate::support::catalogue::{campaign_body, create_campaign, create_campaign_as, running_campaign};
+use crate::support::client::{assert_error, send};
+use crate::support::payments::{initialize, sandbox_settle, spawn_paid, spawn_paid_with, PayApp};
+use crate::support::server::{drain, key_with, spawn, spawn_second, Backend, TestApp, TestKey};
 
 const PARTICIPANTS: &str = "/api/white-label/v1/participants";
 
@@ -343,7 +344,7 @@ async fn a_paid_vote_shows_on_an_open_stream_within_a_second(b: Backend) {
     let settled = Instant::now();
     let board = stream.next(Duration::from_secs(1)).await.expect("the new totals within 1 s");
     eprintln!(
-        "stream latency: {:?} after the settle committed, {:?} after the payment (webhook, reconcile, settle)",
+        "stream latency: {:?} after the settle committed, {:?} after the payment (callback, reconcile, settle)",
         settled.elapsed(),
         paid.elapsed()
     );
@@ -396,7 +397,7 @@ async fn a_vote_paid_on_another_instance_reaches_the_stream(b: Backend) {
         return; // one instance per SQLite data dir (D17.3)
     }
     let p = spawn_paid_with(b, |c| {
-        if crate::helpers::test_redis_url().is_none() {
+        if crate::support::server::test_redis_url().is_none() {
             c.redis.url = "redis://127.0.0.1:6379".to_string().into();
             c.redis.key_prefix = format!("tessera:test-voting-{}:", tessera_server::domain::new_id());
         }

@@ -9,52 +9,14 @@ use serde_json::{json, Value};
 use sqlx::Row;
 use tessera_client::Method;
 
-use crate::helpers::{detail_fields, spawn, spawn_with, Backend, TestApp, TestKey};
+use crate::support::client::detail_fields;
+use crate::support::db::{connect, record_event};
+use crate::support::server::{spawn, spawn_with, Backend, TestApp, TestKey};
 
 const V1: &str = "/api/white-label/v1";
 const ENDPOINTS: &str = "/api/white-label/v1/webhook-endpoints";
 /// A public-looking host that never resolves (`.invalid`, RFC 2606): nothing is ever delivered.
 const URL: &str = "https://hooks.tessera.invalid/in";
-
-async fn connect(app: &TestApp) -> sqlx::AnyConnection {
-    sqlx::any::install_default_drivers();
-    <sqlx::AnyConnection as sqlx::Connection>::connect(&app.database_url).await.expect("connect")
-}
-
-/// Records an event of `account` as `store::events::record` does (without fanning it out to
-/// deliveries); returns its id and sequence.
-pub(crate) async fn record_event(
-    app: &TestApp,
-    account: &str,
-    event_type: &str,
-    data: &str,
-    created_at: i64,
-) -> (String, i64) {
-    let mut conn = connect(app).await;
-    let sequence: i64 = sqlx::query(
-        "INSERT INTO event_sequences (account_id, last) VALUES ($1, 1) \
-         ON CONFLICT (account_id) DO UPDATE SET last = event_sequences.last + 1 RETURNING last",
-    )
-    .bind(account)
-    .fetch_one(&mut conn)
-    .await
-    .expect("sequence")
-    .get("last");
-    let id = uuid::Uuid::now_v7().to_string();
-    sqlx::query(
-        "INSERT INTO events (id, account_id, sequence, type, data, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(&id)
-    .bind(account)
-    .bind(sequence)
-    .bind(event_type)
-    .bind(data)
-    .bind(created_at)
-    .execute(&mut conn)
-    .await
-    .expect("event");
-    (id, sequence)
-}
 
 async fn count(app: &TestApp, sql: &str, id: &str) -> i64 {
     let mut conn = connect(app).await;

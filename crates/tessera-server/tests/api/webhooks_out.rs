@@ -15,11 +15,10 @@ use serde_json::{json, Value};
 use standardwebhooks::Webhook;
 use tessera_client::Method;
 
-use crate::helpers::{assert_error, detail_fields, Backend, TestApp, TestKey, ALL_PRIVATE_SCOPES};
-use crate::payments::{
-    buy, drain, initialize, participant, payment, running_campaign, sandbox_settle, spawn_paid_with, ticket_type,
-    PayApp,
-};
+use crate::support::catalogue::{participant, running_campaign, ticket_type};
+use crate::support::client::{assert_error, detail_fields};
+use crate::support::payments::{buy, initialize, payment, sandbox_settle, spawn_paid_with, PayApp};
+use crate::support::server::{drain, Backend, TestApp, TestKey, ALL_PRIVATE_SCOPES};
 
 const ENDPOINTS: &str = "/api/white-label/v1/webhook-endpoints";
 const EVENTS: &str = "/api/white-label/v1/events";
