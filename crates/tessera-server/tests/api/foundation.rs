@@ -1,13 +1,12 @@
 //! Foundation: health, envelope, signed and domain-key authentication end to end.
-use tessera_client::Method;
+use serde_json::Value;
 
-use crate::support::client::assert_error;
+use crate::support::client::{assert_error, StatusCode};
 use crate::support::server::{spawn, Backend};
 
 async fn the_context_answers_a_signed_request(b: Backend) {
     let app = spawn(b).await;
-    let (status, body) = app.signed(Method::GET, "/api/white-label/v1/context", None).await;
-    assert_eq!(status, 200, "{body}");
+    let body: Value = app.api().get("/api/white-label/v1/context", StatusCode::OK).await;
     assert_eq!(body["success"], true);
     assert_eq!(body["data"]["account"]["accountSlug"], app.account.slug.as_str());
     assert_eq!(body["data"]["domains"][0]["hostname"], app.account.domain.as_str());

@@ -13,6 +13,7 @@ use tessera_server::config::{Config, Overrides, StartRefused};
 use tessera_server::store::live::{LiveEvent, LiveKind};
 
 use crate::support::catalogue::{participant, running_campaign};
+use crate::support::client::StatusCode;
 use crate::support::payments::{sandbox_settle, spawn_paid, start_sandbox, INITIALIZE};
 use crate::support::server::{drain, postgres_schema_url, spawn, spawn_second, spawn_with, Backend, TestApp};
 use crate::support::tickets::{code_of, issued, VERIFY};
@@ -366,18 +367,16 @@ async fn a_fulfilled_vote_payment_publishes_votes(b: Backend) {
     let p = spawn_paid(b).await;
     let c = running_campaign(&p, &p.account.private, "voting").await;
     let nominee = participant(&p, &p.account.private, &c).await;
-    let (s, init) = p
-        .signed(
-            Method::POST,
+    let init: Value = p
+        .api()
+        .post(
             INITIALIZE,
-            Some(
-                json!({"transactionType": "vote", "amount": 4, "email": "fan@example.com", "phoneNumber": "0241234567",
+            &json!({"transactionType": "vote", "amount": 4, "email": "fan@example.com", "phoneNumber": "0241234567",
                 "callbackUrl": format!("https://{}/voted", p.account.domain),
                 "metadata": {"campaignId": c, "participantId": nominee}}),
-            ),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{init}");
     let reference = init["data"]["reference"].as_str().expect("reference").to_string();
     let mut rx = p.state.live.subscribe();
     sandbox_settle(&p, &reference, "succeed", json!({})).await;

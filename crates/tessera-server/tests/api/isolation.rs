@@ -22,7 +22,7 @@ use tessera_client::{Method, RawResponse};
 
 use crate::support::callbacks::{post_callback, signed_event};
 use crate::support::catalogue::{participant, running_campaign, ticket_type};
-use crate::support::client::{assert_error, raw};
+use crate::support::client::{assert_error, raw, StatusCode};
 use crate::support::mail::point_mail_at_sandbox;
 use crate::support::payments::{buy, sandbox_settle, spawn_paid_with, PayApp};
 use crate::support::portal::{self, portal_error, portal_ok, CONSOLE};
@@ -858,8 +858,7 @@ async fn ussd_dial(c: &Ctx, slug: &str, token: &str, session: &str, text: &str) 
 async fn ussd_receive(c: &Ctx) {
     // B's own USSD code does not know A's nominees, and B's token does not open A's route.
     let config = json!({"config": {"enabled": true, "callbackToken": B_USSD_TOKEN, "serviceCode": "*920*44#"}});
-    let (s, b) = c.p.signed_as(&c.b.private, Method::PATCH, &v1("/settings/ussd"), Some(config)).await;
-    assert_eq!(s, 200, "{b}");
+    let _: Value = c.p.api_as(&c.b.private).patch(&v1("/settings/ussd"), &config, StatusCode::OK).await;
     let (s, list) =
         c.p.signed_as(&c.a.private, Method::GET, &v1(&format!("/participants?campaignId={}", c.seed.voting)), None)
             .await;
@@ -905,20 +904,18 @@ async fn seed(backend: Backend) -> Ctx {
     point_mail_at_sandbox(&p, &b.private).await;
     // A takes votes by dial (the USSD case probes A's route with B's token).
     let config = json!({"config": {"enabled": true, "callbackToken": A_USSD_TOKEN, "serviceCode": "*920*44#"}});
-    let (s, body) = p.signed_as(&a.private, Method::PATCH, "/api/white-label/v1/settings/ussd", Some(config)).await;
-    assert_eq!(s, 200, "{body}");
+    let _: Value = p.api_as(&a.private).patch("/api/white-label/v1/settings/ussd", &config, StatusCode::OK).await;
     // B has its own provider credentials (used by the callback case).
     let own = p.sandbox.provider_url("provider_c");
-    let (s, v) = p
-        .signed_as(
-            &b.private,
-            Method::PATCH,
+    let _: Value = p
+        .api_as(&b.private)
+        .patch(
             &v1("/settings/payments"),
-            Some(json!({"config": {"useSharedDefaults": false, "defaultProvider": "provider_c",
-                "providers": {"provider_c": {"baseUrl": own, "secretKey": "sk_live_b_own_c"}}}})),
+            &json!({"config": {"useSharedDefaults": false, "defaultProvider": "provider_c",
+                "providers": {"provider_c": {"baseUrl": own, "secretKey": "sk_live_b_own_c"}}}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{v}");
 
     let key = &a.private;
     let ticketing = running_campaign(&p, key, "ticketing").await;
@@ -945,16 +942,15 @@ async fn seed(backend: Backend) -> Ctx {
     assert_eq!(r.status, 201, "{}", r.json());
     let withdrawal = r.json()["data"]["id"].as_str().expect("id").to_string();
 
-    let (s, v) = p
-        .signed_as(
-            key,
-            Method::POST,
+    let v: Value = p
+        .api_as(key)
+        .post(
             &v1("/notifications"),
-            Some(json!({"channel": "email", "eventType": "isolation", "recipient": "a-only@example.com",
-                "payload": {"text": "for A"}})),
+            &json!({"channel": "email", "eventType": "isolation", "recipient": "a-only@example.com",
+                "payload": {"text": "for A"}}),
+            StatusCode::ACCEPTED,
         )
         .await;
-    assert_eq!(s, 202, "{v}");
     let notification = v["data"]["id"].as_str().expect("id").to_string();
     let (s, v) = p
         .signed_as(
@@ -974,15 +970,14 @@ async fn seed(backend: Backend) -> Ctx {
         let p = &p;
         let key = key.clone();
         async move {
-            let (s, v) = p
-                .signed_as(
-                    &key,
-                    Method::POST,
+            let v: Value = p
+                .api_as(&key)
+                .post(
                     &v1("/my-tickets/request-otp"),
-                    Some(json!({"campaignId": campaign, "email": "buyer@example.com"})),
+                    &json!({"campaignId": campaign, "email": "buyer@example.com"}),
+                    StatusCode::OK,
                 )
                 .await;
-            assert_eq!(s, 200, "{v}");
             drain(p).await;
             (v["data"]["challengeId"].as_str().expect("challengeId").to_string(), passcode(p, "buyer@example.com"))
         }

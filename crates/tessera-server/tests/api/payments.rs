@@ -9,7 +9,7 @@ use crate::support::callbacks::{post_callback, signed_event};
 use crate::support::catalogue::{
     answered_ticket_type, assert_two_attendees, participant, running_campaign, ticket_type, two_attendees,
 };
-use crate::support::client::{assert_error, detail_fields, send};
+use crate::support::client::{assert_error, detail_fields, send, StatusCode};
 use crate::support::ledger::assert_ledger_clean;
 use crate::support::payments::{
     buy, checkout_body, customer_pays_fees, initialize, payment, platform_secret, sandbox_settle, spawn_paid,
@@ -93,8 +93,7 @@ async fn a_paid_charge_is_confirmed_credited_and_fulfilled_once(b: Backend) {
     assert_ne!(tickets[0]["ticketCode"], tickets[1]["ticketCode"]);
     assert_eq!(remaining(&p, &t).await, 8);
     // Ledger and balance: a charge entry of 51 GHS, available at once (no settlement delay).
-    let (s, bal) = p.signed(Method::GET, BALANCE, None).await;
-    assert_eq!(s, 200, "{bal}");
+    let bal: Value = p.api().get(BALANCE, StatusCode::OK).await;
     assert_eq!(bal["data"], json!({"available": 51, "pending": 0, "held": 0, "currency": "GHS"}));
     let (s, ledger) = p.signed(Method::GET, LEDGER, None).await;
     assert_eq!(s, 200);
@@ -444,8 +443,7 @@ async fn each_bad_attendee_input_is_a_400_naming_its_field_and_writes_nothing(b:
     // Nothing was written: no transaction, no hold, no ticket.
     assert_eq!(remaining(&p, &t).await, 10);
     assert_eq!(remaining(&p, &free).await, 10);
-    let (s, list) = p.signed(Method::GET, PAYMENTS, None).await;
-    assert_eq!(s, 200, "{list}");
+    let list: Value = p.api().get(PAYMENTS, StatusCode::OK).await;
     assert_eq!(list["pagination"]["total"], 0, "{list}");
     assert!(p.sandbox.webhooks().is_empty());
 }
@@ -521,8 +519,7 @@ async fn the_payment_list_filters_and_pages(b: Backend) {
         buy(&p, &c, &t, 1).await;
     }
     buy(&p, &c, &free, 1).await;
-    let (s, all) = p.signed(Method::GET, &format!("{PAYMENTS}?limit=2"), None).await;
-    assert_eq!(s, 200, "{all}");
+    let all: Value = p.api().get(&format!("{PAYMENTS}?limit=2"), StatusCode::OK).await;
     assert_eq!(all["pagination"], json!({"page": 1, "limit": 2, "total": 4, "hasMore": true}));
     let (_, ok) = p.signed(Method::GET, &format!("{PAYMENTS}?status=success&type=ticket&campaignId={c}"), None).await;
     assert_eq!(ok["pagination"]["total"], 1, "{ok}");

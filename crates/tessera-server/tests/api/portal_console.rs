@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use tessera_client::Method;
 
 use crate::support::catalogue::{running_campaign, ticket_type};
-use crate::support::client::detail_fields;
+use crate::support::client::{detail_fields, StatusCode};
 use crate::support::mail::mailed_code;
 use crate::support::payments::{buy, sandbox_settle, PayApp};
 use crate::support::portal::{call, mint, portal_error, portal_ok, reseller, sign_in, spawn_reseller, CONSOLE};
@@ -360,27 +360,27 @@ async fn approval_requests_are_four_eyes_and_approval_applies_the_effect(b: Back
     assert_eq!(d["status"], "cancelled");
     portal_error(&decide(&p, &viewer, &mine, json!({"status": "cancelled"})).await, 409, "conflict");
     // A campaign request approves the campaign; an effect that cannot apply is 409 and stays pending.
-    let (s, c) = p
-        .signed(
-            Method::POST,
+    let c: Value = p
+        .api()
+        .post(
             "/api/white-label/v1/campaigns",
-            Some(json!({
+            &json!({
             "title": "Harvest Gala", "description": "A campaign waiting for approval.", "campaign_type": "donation",
-            "start_date": "2030-01-01T00:00:00Z", "end_date": "2030-02-01T00:00:00Z", "status": "pending_approval"})),
+            "start_date": "2030-01-01T00:00:00Z", "end_date": "2030-02-01T00:00:00Z", "status": "pending_approval"}),
+            StatusCode::CREATED,
         )
         .await;
-    assert_eq!(s, 201, "{c}");
     let campaign = c["data"]["id"].as_str().expect("id").to_string();
-    let (s, draft) = p
-        .signed(
-            Method::POST,
+    let draft: Value = p
+        .api()
+        .post(
             "/api/white-label/v1/campaigns",
-            Some(json!({
+            &json!({
             "title": "Draft Gala", "description": "A campaign still in draft.", "campaign_type": "donation",
-            "start_date": "2030-01-01T00:00:00Z", "end_date": "2030-02-01T00:00:00Z"})),
+            "start_date": "2030-01-01T00:00:00Z", "end_date": "2030-02-01T00:00:00Z"}),
+            StatusCode::CREATED,
         )
         .await;
-    assert_eq!(s, 201, "{draft}");
     let stuck =
         file(&p, &viewer, json!({"entityType": "campaign", "requestPayload": {"campaignId": draft["data"]["id"]}}))
             .await;
@@ -389,8 +389,7 @@ async fn approval_requests_are_four_eyes_and_approval_applies_the_effect(b: Back
     assert!(listed.as_array().expect("list").iter().any(|r| r["id"] == stuck.as_str()), "still pending: {listed}");
     let go = file(&p, &viewer, json!({"entityType": "campaign", "requestPayload": {"campaignId": campaign}})).await;
     portal_ok(&decide(&p, &manager, &go, json!({"status": "approved"})).await, 200);
-    let (s, shown) = p.signed(Method::GET, &format!("/api/white-label/v1/campaigns/{campaign}"), None).await;
-    assert_eq!(s, 200, "{shown}");
+    let shown: Value = p.api().get(&format!("/api/white-label/v1/campaigns/{campaign}"), StatusCode::OK).await;
     assert_eq!(shown["data"]["status"], "approved");
     // Listing: every field of D16.19, the status filter, and its validation.
     let all = portal_ok(&call(&p, Some(&viewer), Method::GET, APPROVALS, None).await, 200);
@@ -470,14 +469,14 @@ async fn an_approved_withdrawal_request_releases_the_withdrawal_through_the_port
     let key = p
         .create_key(&p.account.slug, "private", None, crate::support::server::ALL_PRIVATE_SCOPES, &["withdrawals"])
         .await;
-    let (s, set) = p
-        .signed(
-            Method::PATCH,
+    let _: Value = p
+        .api()
+        .patch(
             "/api/white-label/v1/settings/operations",
-            Some(json!({"config": {"withdrawalApprovalAbove": 50}})),
+            &json!({"config": {"withdrawalApprovalAbove": 50}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{set}");
     let mut extra = reqwest::header::HeaderMap::new();
     extra.insert("x-idempotency-key", "portal-payout-1".parse().expect("header"));
     let body = json!({"amount": 80, "bank_name": "MTN Mobile Money", "bank_code": "MTN", "account_number": "0241234567", "account_name": "Ama Mensah"});
@@ -512,8 +511,7 @@ async fn an_approved_withdrawal_request_releases_the_withdrawal_through_the_port
     let (_, finance) = member(&p, &t, json!({"roles": ["finance"]})).await;
     let d = portal_ok(&decide(&p, &finance, &id, json!({"status": "approved", "note": "ok"})).await, 200);
     assert_eq!(d["status"], "approved");
-    let (s, w) = p.signed_as(&key, Method::GET, &format!("/api/white-label/v1/withdrawals/{withdrawal}"), None).await;
-    assert_eq!(s, 200, "{w}");
+    let w: Value = p.api_as(&key).get(&format!("/api/white-label/v1/withdrawals/{withdrawal}"), StatusCode::OK).await;
     assert_eq!(w["data"]["status"], "pending", "released for payout");
     drain(&p).await;
     assert!(p.sandbox.transfer(&withdrawal).is_some(), "the payout went to the provider");

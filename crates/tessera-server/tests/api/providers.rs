@@ -13,7 +13,7 @@ use tessera_server::providers::payments::{
 };
 use tessera_server::sandbox::SandboxHandle;
 
-use crate::support::client::{assert_error, detail_fields};
+use crate::support::client::{assert_error, detail_fields, StatusCode};
 use crate::support::payments::start_sandbox;
 use crate::support::server::{spawn_with, Backend};
 
@@ -727,25 +727,25 @@ async fn settings_refuse_provider_and_sms_urls_into_private_networks(b: Backend)
         .expect("send");
     let err = assert_error(&r, 400, "validation_failed");
     assert_eq!(detail_fields(&err), ["config.sms.baseUrl"]);
-    let (status, body) = app
-        .signed(
-            Method::PATCH,
+    let _: Value = app
+        .api()
+        .patch(
             "/api/white-label/v1/settings/payments",
-            Some(json!({"config": {"providers": {"provider_b": {"baseUrl": "https://api.gateway.example.com"}}}})),
+            &json!({"config": {"providers": {"provider_b": {"baseUrl": "https://api.gateway.example.com"}}}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(status, 200, "{body}");
 
     // A platform that allows private endpoints (the demo) accepts the sandbox on loopback.
     let lenient = spawn_with(Backend::Sqlite, |c| c.security.allow_private_endpoints = true).await;
-    let (status, body) = lenient
-        .signed(
-            Method::PATCH,
+    let _: Value = lenient
+        .api()
+        .patch(
             "/api/white-label/v1/settings/payments",
-            Some(json!({"config": {"providers": {"provider_a": {"baseUrl": "http://127.0.0.1:8090/provider_a"}}}})),
+            &json!({"config": {"providers": {"provider_a": {"baseUrl": "http://127.0.0.1:8090/provider_a"}}}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(status, 200, "{body}");
 }
 
 on_both!(settings_refuse_provider_and_sms_urls_into_private_networks);

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
 use crate::support::catalogue::{participant, running_campaign, ticket_type};
-use crate::support::client::{assert_error, detail_fields, send};
+use crate::support::client::{assert_error, detail_fields, send, StatusCode};
 use crate::support::ledger::{assert_ledger_clean, kinds, ledger, ledger_kinds};
 use crate::support::mail::point_mail_at_sandbox;
 use crate::support::payments::{
@@ -58,20 +58,17 @@ async fn refunded(app: &TestApp, reference: &str, body: Value) -> Value {
 }
 
 async fn show(app: &TestApp, id: &str) -> Value {
-    let (s, b) = app.signed(Method::GET, &format!("{V1}/refunds/{id}"), None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = app.api().get(&format!("{V1}/refunds/{id}"), StatusCode::OK).await;
     b["data"].clone()
 }
 
 async fn list(app: &TestApp, reference: &str) -> Value {
-    let (s, b) = app.signed(Method::GET, &refunds_path(reference), None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = app.api().get(&refunds_path(reference), StatusCode::OK).await;
     b
 }
 
 async fn available(app: &TestApp) -> f64 {
-    let (s, b) = app.signed(Method::GET, BALANCE, None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = app.api().get(BALANCE, StatusCode::OK).await;
     num(&b["data"]["available"])
 }
 
@@ -167,8 +164,7 @@ async fn paid_votes(p: &PayApp, count: i64) -> (String, String, String) {
 }
 
 async fn votes_of(p: &PayApp, campaign: &str) -> i64 {
-    let (s, list) = p.signed(Method::GET, &format!("{V1}/participants?campaignId={campaign}"), None).await;
-    assert_eq!(s, 200, "{list}");
+    let list: Value = p.api().get(&format!("{V1}/participants?campaignId={campaign}"), StatusCode::OK).await;
     list["data"][0]["votes"].as_i64().expect("votes")
 }
 
@@ -212,14 +208,12 @@ async fn check_in(p: &PayApp, code: &str) -> Value {
 }
 
 async fn feed(p: &PayApp) -> Vec<Value> {
-    let (s, v) = p.signed(Method::GET, &format!("{V1}/events?limit=100"), None).await;
-    assert_eq!(s, 200, "{v}");
+    let v: Value = p.api().get(&format!("{V1}/events?limit=100"), StatusCode::OK).await;
     v["data"].as_array().cloned().unwrap_or_default()
 }
 
 async fn campaign(p: &PayApp, id: &str) -> Value {
-    let (s, b) = p.signed(Method::GET, &format!("{V1}/campaigns/{id}"), None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = p.api().get(&format!("{V1}/campaigns/{id}"), StatusCode::OK).await;
     b["data"].clone()
 }
 
@@ -842,15 +836,15 @@ async fn a_cancellation_refund_the_balance_cannot_cover_is_failed_and_never_sent
 async fn the_provider_b_gateway_refunds_too(b: Backend) {
     let p = spawn(b).await;
     let own = p.sandbox.provider_url("provider_b");
-    let (s, set) = p
-        .signed(
-            Method::PATCH,
+    let _: Value = p
+        .api()
+        .patch(
             "/api/white-label/v1/settings/payments",
-            Some(json!({"config": {"useSharedDefaults": false, "defaultProvider": "provider_b",
-                "providers": {"provider_b": {"baseUrl": own, "secretKey": "sk_live_account_own_b"}}}})),
+            &json!({"config": {"useSharedDefaults": false, "defaultProvider": "provider_b",
+                "providers": {"provider_b": {"baseUrl": own, "secretKey": "sk_live_account_own_b"}}}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{set}");
     let reference = paid_donation(&p, 30.0).await;
     assert_eq!(payment(&p, &reference).await["provider"], "provider_b");
     let r = refunded(&p, &reference, json!({"amount": 10})).await;

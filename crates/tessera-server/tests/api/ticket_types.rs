@@ -9,7 +9,7 @@ use tessera_client::Method;
 use crate::support::catalogue::{
     create_campaign, create_campaign_as, create_ticket_type, ticket_type_body, BOOTSTRAP, CAMPAIGNS, TICKET_TYPES,
 };
-use crate::support::client::{assert_error, assert_invalid, names, send, send_default, strings, with};
+use crate::support::client::{assert_error, assert_invalid, names, send, send_default, strings, with, StatusCode};
 use crate::support::server::{audit_actions, key_with, spawn, Backend, TestApp, TestKey};
 
 async fn public_list(app: &TestApp, path: &str, key: &TestKey) -> Value {
@@ -223,8 +223,7 @@ async fn a_bootstrap_creates_every_ticket_type_of_an_empty_campaign(b: Backend) 
         {"name": "VIP", "price": 999.99, "quantity_available": 10, "ticket_type": "vip", "max_per_person": 2},
         {"name": "Free", "price": 0, "quantity_available": 5, "is_free": true},
     ]});
-    let (s, r) = app.signed(Method::POST, BOOTSTRAP, Some(body)).await;
-    assert_eq!(s, 201, "{r}");
+    let r: Value = app.api().post(BOOTSTRAP, &body, StatusCode::CREATED).await;
     assert_eq!(r["data"]["campaignId"], c.as_str());
     let types = r["data"]["ticketTypes"].as_array().expect("ticketTypes");
     assert_eq!(types.len(), 3, "{r}");
@@ -249,8 +248,7 @@ async fn a_second_bootstrap_or_one_after_a_single_create_is_a_409(b: Backend) {
     let app = spawn(b).await;
     let c = create_campaign(&app, "ticketing", "approved").await;
     let first = json!({"campaignId": c, "ticketTypes": [item("A", json!(1))]});
-    let (s, r) = app.signed(Method::POST, BOOTSTRAP, Some(first)).await;
-    assert_eq!(s, 201, "{r}");
+    let _: Value = app.api().post(BOOTSTRAP, &first, StatusCode::CREATED).await;
     let again = json!({"campaignId": c, "ticketTypes": [item("B", json!(1))]});
     let r = send_default(&app, Method::POST, BOOTSTRAP, Some(again.clone())).await;
     assert_error(&r, 409, "conflict");
@@ -283,17 +281,16 @@ async fn an_invalid_bootstrap_item_is_a_400_naming_it_and_creates_nothing(b: Bac
 
     // Approve the campaign so the public list would show anything that had been stored.
     for status in ["pending_approval", "approved"] {
-        let (s, r) = app.signed(Method::PATCH, &format!("{CAMPAIGNS}/{c}"), Some(json!({"status": status}))).await;
-        assert_eq!(s, 200, "{r}");
+        let _: Value = app.api().patch(&format!("{CAMPAIGNS}/{c}"), &json!({"status": status}), StatusCode::OK).await;
     }
     let listed = public_list(&app, &format!("{TICKET_TYPES}?campaignId={c}"), &app.account.public).await;
     assert_eq!(listed["data"], json!([]));
     assert_eq!(listed["pagination"]["total"], 0);
     // And the campaign still counts as empty: a valid bootstrap now succeeds.
-    let (s, r) = app
-        .signed(Method::POST, BOOTSTRAP, Some(json!({"campaignId": c, "ticketTypes": [item("A", json!(10))]})))
+    let _: Value = app
+        .api()
+        .post(BOOTSTRAP, &json!({"campaignId": c, "ticketTypes": [item("A", json!(10))]}), StatusCode::CREATED)
         .await;
-    assert_eq!(s, 201, "{r}");
 }
 
 async fn a_bootstrap_with_no_items_or_a_campaign_id_inside_an_item_is_a_400(b: Backend) {
@@ -527,9 +524,8 @@ async fn a_ticket_type_patch_of_another_account_a_bad_id_or_without_tickets_writ
     let app = spawn(b).await;
     let other = app.new_account("other").await;
     let theirs = create_campaign_as(&app, &other.private, "ticketing", "draft").await;
-    let (s, t) =
-        app.signed_as(&other.private, Method::POST, TICKET_TYPES, Some(ticket_type_body(&theirs, "Theirs"))).await;
-    assert_eq!(s, 201, "{t}");
+    let t: Value =
+        app.api_as(&other.private).post(TICKET_TYPES, &ticket_type_body(&theirs, "Theirs"), StatusCode::CREATED).await;
     let theirs_id = t["data"]["id"].as_str().expect("id").to_string();
     for id in [theirs_id.as_str(), "not-a-uuid", &uuid::Uuid::now_v7().to_string()] {
         let r = send_default(&app, Method::PATCH, &type_path(id), Some(json!({"name": "Mine"}))).await;

@@ -17,7 +17,7 @@ use tessera_server::state::AppState;
 
 use crate::support::callbacks::{post_callback, signed_event};
 use crate::support::catalogue::running_campaign;
-use crate::support::client::{assert_error, detail_fields, raw};
+use crate::support::client::{assert_error, detail_fields, raw, StatusCode};
 use crate::support::ledger::assert_ledger_clean;
 use crate::support::payments::{payment, platform_secret, sandbox_settle, spawn_paid_with, PayApp, PAYMENTS};
 use crate::support::server::{drain, Backend, TestApp};
@@ -421,21 +421,18 @@ fn ussd_on() -> Value {
 
 /// `PATCH /settings/ussd {config}` (signed settings:write); returns the category as answered.
 async fn set_ussd(app: &TestApp, config: Value) -> Value {
-    let (s, b) = app.signed(Method::PATCH, USSD_SETTINGS, Some(json!({"config": config}))).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = app.api().patch(USSD_SETTINGS, &json!({"config": config}), StatusCode::OK).await;
     b["data"]["config"].clone()
 }
 
 async fn voting_module(app: &TestApp, on: Value) {
     let body = json!({"config": {"modules": {"voting": on}}});
-    let (s, b) = app.signed(Method::PATCH, "/api/white-label/v1/settings/operations", Some(body)).await;
-    assert_eq!(s, 200, "{b}");
+    let _: Value = app.api().patch("/api/white-label/v1/settings/operations", &body, StatusCode::OK).await;
 }
 
 async fn nominee(app: &TestApp, campaign: &str, name: &str, code: &str, status: &str) -> String {
     let body = json!({"campaignId": campaign, "name": name, "code": code, "status": status});
-    let (s, b) = app.signed(Method::POST, "/api/white-label/v1/participants", Some(body)).await;
-    assert_eq!(s, 201, "{b}");
+    let b: Value = app.api().post("/api/white-label/v1/participants", &body, StatusCode::CREATED).await;
     assert_eq!(b["data"]["code"], code, "{b}");
     b["data"]["id"].as_str().expect("id").to_string()
 }
@@ -585,8 +582,7 @@ async fn whole_flow(b: Backend, gw: Gw, provider: &str, duplicate: Duplicate) {
         // None there: the payments defaultProvider.
         "provider_c" => {
             let body = json!({"config": {"defaultProvider": "provider_c"}});
-            let (s, b) = r.signed(Method::PATCH, "/api/white-label/v1/settings/payments", Some(body)).await;
-            assert_eq!(s, 200, "{b}");
+            let _: Value = r.api().patch("/api/white-label/v1/settings/payments", &body, StatusCode::OK).await;
         }
         // Neither: the routing for channel ussd (provider_a in these tests).
         _ => {}
@@ -805,8 +801,7 @@ async fn cancelling_at_the_confirm_screen_records_and_charges_nothing(b: Backend
         h.send("2").await.ends(&["Cancelled"]);
     }
     drain(&r).await;
-    let (s, list) = r.signed(Method::GET, PAYMENTS, None).await;
-    assert_eq!(s, 200, "{list}");
+    let list: Value = r.api().get(PAYMENTS, StatusCode::OK).await;
     assert_eq!(list["pagination"]["total"], 0, "no transaction: {list}");
     let sim = Sim::of(&r);
     for gw in Gw::ALL {
@@ -855,10 +850,10 @@ async fn long_names_still_fit_every_screen(b: Backend) {
         s.chars().take(255).collect::<String>()
     };
     let title = long("Campaign");
-    let (s, body) = r
-        .signed(Method::PATCH, &format!("/api/white-label/v1/campaigns/{}", r.campaign), Some(json!({"title": title})))
+    let _: Value = r
+        .api()
+        .patch(&format!("/api/white-label/v1/campaigns/{}", r.campaign), &json!({"title": title}), StatusCode::OK)
         .await;
-    assert_eq!(s, 200, "{body}");
     // The first screen names the campaign the code serves.
     set_ussd(&r, json!({"campaignId": r.campaign})).await;
     nominee(&r, &r.campaign, &long("Nominee"), "LONG", "active").await;
@@ -1249,8 +1244,7 @@ async fn the_callback_token_is_write_only_and_reads_back_masked(b: Backend) {
     let answered = set_ussd(&r, json!({"maxVotes": 20})).await;
     assert_eq!(answered["callbackToken"], masked.as_str(), "{answered}");
     assert_eq!(answered["maxVotes"], 20, "{answered}");
-    let (s, all) = r.signed(Method::GET, "/api/white-label/v1/settings?categories=ussd", None).await;
-    assert_eq!(s, 200, "{all}");
+    let all: Value = r.api().get("/api/white-label/v1/settings?categories=ussd", StatusCode::OK).await;
     let ussd = &all["data"]["ussd"];
     assert_eq!(ussd["callbackToken"], masked.as_str(), "{all}");
     assert_eq!(ussd["enabled"], true);

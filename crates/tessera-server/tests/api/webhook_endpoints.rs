@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use sqlx::Row;
 use tessera_client::Method;
 
-use crate::support::client::detail_fields;
+use crate::support::client::{detail_fields, StatusCode};
 use crate::support::db::{connect, record_event};
 use crate::support::server::{spawn, spawn_with, Backend, TestApp, TestKey};
 
@@ -29,8 +29,7 @@ fn now_ms() -> i64 {
 
 /// Creates an endpoint as the default account; returns the answer's `data`.
 pub(crate) async fn create(app: &TestApp, body: Value) -> Value {
-    let (s, v) = app.signed(Method::POST, ENDPOINTS, Some(body)).await;
-    assert_eq!(s, 201, "{v}");
+    let v: Value = app.api().post(ENDPOINTS, &body, StatusCode::CREATED).await;
     v["data"].clone()
 }
 
@@ -81,13 +80,11 @@ async fn an_endpoint_is_created_with_its_secret_shown_once_and_sealed_at_rest(b:
     let (sealed, previous, _) = sealed_secrets(&app, &id).await;
     assert!(!sealed.contains(&secret) && previous.is_none());
     assert_eq!(plain_secret(&app, &id, &sealed), secret);
-    let (s, shown) = app.signed(Method::GET, &format!("{ENDPOINTS}/{id}"), None).await;
-    assert_eq!(s, 200, "{shown}");
+    let shown: Value = app.api().get(&format!("{ENDPOINTS}/{id}"), StatusCode::OK).await;
     let mut expected = created.clone();
     expected.as_object_mut().expect("object").remove("secret");
     assert_eq!(shown["data"], expected);
-    let (s, list) = app.signed(Method::GET, ENDPOINTS, None).await;
-    assert_eq!(s, 200, "{list}");
+    let list: Value = app.api().get(ENDPOINTS, StatusCode::OK).await;
     assert_eq!(list["data"], json!([expected]));
     assert_eq!(list["pagination"], json!({"page": 1, "limit": 20, "total": 1, "hasMore": false}));
     assert!(!list.to_string().contains(&secret));
@@ -186,9 +183,8 @@ async fn a_patch_changes_what_it_names_and_a_status_change_records_why(b: Backen
     assert!(d.get("secret").is_none(), "{d}");
 
     let other = "https://elsewhere.tessera.invalid/hook";
-    let (s, v) =
-        app.signed(Method::PATCH, &path, Some(json!({"url": other, "eventTypes": null, "description": null}))).await;
-    assert_eq!(s, 200, "{v}");
+    let v: Value =
+        app.api().patch(&path, &json!({"url": other, "eventTypes": null, "description": null}), StatusCode::OK).await;
     assert_eq!(v["data"]["url"], other);
     assert!(v["data"]["eventTypes"].is_null() && v["data"]["description"].is_null(), "{v}");
 
@@ -218,8 +214,7 @@ async fn a_patch_changes_what_it_names_and_a_status_change_records_why(b: Backen
         .execute(&mut conn)
         .await
         .expect("failing");
-    let (s, v) = app.signed(Method::PATCH, &path, Some(json!({"status": "enabled"}))).await;
-    assert_eq!(s, 200, "{v}");
+    let _: Value = app.api().patch(&path, &json!({"status": "enabled"}), StatusCode::OK).await;
     assert_eq!(count(&app, fresh, &id).await, 0, "still failing since 5");
 
     let audit = app.store.audit_entries(&app.account.id, 10).await.expect("audit");
@@ -235,8 +230,8 @@ async fn delete_answers_204_and_takes_the_deliveries_and_attempts_with_it(b: Bac
     let app = spawn(b).await;
     let id = id_of(&create(&app, json!({"url": URL})).await);
     let (event, _) = record_event(&app, &app.account.id, "payment.failed", r#"{"reference":"r1"}"#, now_ms()).await;
-    let (s, v) = app.signed(Method::POST, &format!("{ENDPOINTS}/{id}/replay"), Some(json!({"eventId": event}))).await;
-    assert_eq!(s, 202, "{v}");
+    let _: Value =
+        app.api().post(&format!("{ENDPOINTS}/{id}/replay"), &json!({"eventId": event}), StatusCode::ACCEPTED).await;
     let mut conn = connect(&app).await;
     sqlx::query(
         "INSERT INTO webhook_attempts (id, account_id, endpoint_id, event_id, status_code, duration_ms, error, at) \
@@ -283,8 +278,7 @@ async fn rotation_answers_a_new_secret_and_keeps_the_previous_one_for_a_day(b: B
     let until = until.expect("until");
     assert!((before + 86_400_000..=now_ms() + 86_400_000).contains(&until), "24 h grace: {until}");
 
-    let (s, v) = app.signed(Method::POST, &path, Some(json!({}))).await;
-    assert_eq!(s, 200, "{v}");
+    let _: Value = app.api().post(&path, &json!({}), StatusCode::OK).await;
     let (_, previous, _) = sealed_secrets(&app, &id).await;
     assert_eq!(plain_secret(&app, &id, &previous.expect("previous")), second, "the oldest is dropped");
     let (s, v) = app.signed(Method::POST, &path, Some(json!({"secret": "whsec_mine"}))).await;
@@ -555,8 +549,7 @@ async fn a_recorded_change_is_in_the_feed_and_queued_for_the_endpoints_that_take
     assert_eq!(s, 201, "{v}");
     let campaign = v["data"]["id"].as_str().expect("id").to_string();
     let at = format!("{V1}/campaigns/{campaign}");
-    let (s, v) = app.signed(Method::PATCH, &at, Some(json!({"status": "pending_approval"}))).await;
-    assert_eq!(s, 200, "{v}");
+    let _: Value = app.api().patch(&at, &json!({"status": "pending_approval"}), StatusCode::OK).await;
 
     let (_, feed) = app.signed(Method::GET, &format!("{V1}/events"), None).await;
     let events = feed["data"].as_array().expect("items");
@@ -601,9 +594,10 @@ async fn a_test_event_answers_202_with_its_attempt_and_stays_out_of_the_feed(b: 
     let (url, got, _stop) = receiver().await;
     // The filter does not apply to test events (D17.41).
     let id = id_of(&create(&app, json!({"url": url, "eventTypes": ["payment.failed"]})).await);
-    let (s, v) =
-        app.signed(Method::POST, &format!("{ENDPOINTS}/{id}/test"), Some(json!({"type": "ticket.checked_in"}))).await;
-    assert_eq!(s, 202, "{v}");
+    let v: Value = app
+        .api()
+        .post(&format!("{ENDPOINTS}/{id}/test"), &json!({"type": "ticket.checked_in"}), StatusCode::ACCEPTED)
+        .await;
     let d = &v["data"];
     let event = d["eventId"].as_str().expect("eventId").to_string();
     assert!(uuid::Uuid::parse_str(&event).is_ok(), "{v}");

@@ -7,7 +7,7 @@ use tessera_client::{Method, RawResponse};
 
 use crate::support::callbacks::{post_callback, signed_event};
 use crate::support::catalogue::{running_campaign, ticket_type};
-use crate::support::client::{assert_error, detail_fields};
+use crate::support::client::{assert_error, detail_fields, StatusCode};
 use crate::support::ledger::{assert_ledger_clean, ledger_kinds};
 use crate::support::payments::{
     buy, platform_secret, sandbox_settle, spawn_paid, PayApp, BALANCE, LEDGER, WITHDRAWALS,
@@ -56,14 +56,12 @@ async fn created(app: &TestApp, key: &TestKey, amount: f64) -> Value {
 }
 
 async fn show(app: &TestApp, key: &TestKey, id: &str) -> Value {
-    let (s, b) = app.signed_as(key, Method::GET, &format!("{WITHDRAWALS}/{id}"), None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = app.api_as(key).get(&format!("{WITHDRAWALS}/{id}"), StatusCode::OK).await;
     b["data"].clone()
 }
 
 async fn balance(app: &TestApp, key: &TestKey) -> Value {
-    let (s, b) = app.signed_as(key, Method::GET, BALANCE, None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = app.api_as(key).get(BALANCE, StatusCode::OK).await;
     b["data"].clone()
 }
 
@@ -476,22 +474,22 @@ async fn approval_cli(app: &TestApp, args: &[&str]) -> Value {
 
 async fn withdrawals_above_the_threshold_wait_for_an_approval_decided_with_the_cli(b: Backend) {
     let (p, key) = funded(b, 200.0).await;
-    let (s, set) = p
-        .signed(
-            Method::PATCH,
+    let _: Value = p
+        .api()
+        .patch(
             "/api/white-label/v1/settings/operations",
-            Some(json!({"config": {"withdrawalApprovalAbove": 50}})),
+            &json!({"config": {"withdrawalApprovalAbove": 50}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{set}");
-    let (s, bad) = p
-        .signed(
-            Method::PATCH,
+    let _: Value = p
+        .api()
+        .patch(
             "/api/white-label/v1/settings/operations",
-            Some(json!({"config": {"withdrawalApprovalAbove": -1}})),
+            &json!({"config": {"withdrawalApprovalAbove": -1}}),
+            StatusCode::BAD_REQUEST,
         )
         .await;
-    assert_eq!(s, 400, "{bad}");
     // At the threshold: no approval needed.
     assert_eq!(created(&p, &key, 50.0).await["status"], "pending");
     let big = created(&p, &key, 60.0).await;
