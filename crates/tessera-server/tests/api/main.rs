@@ -1,6 +1,7 @@
 //! The one integration-test binary. Every test drives a real server over HTTP, on SQLite
-//! always and on PostgreSQL when `TESSERA_TEST_DATABASE_URL` is set (see `support::on_both!`). Shared helpers live in `support/`; a feature file imports
-//! from there only, never from another feature file.
+//! always and on PostgreSQL when `TESSERA_TEST_DATABASE_URL` is set (see `support::on_both!`).
+//! What the feature files share lives in `support/`; a feature file imports from there only,
+//! never from another feature file.
 #[macro_use]
 mod support;
 
