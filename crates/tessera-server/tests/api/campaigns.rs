@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
 use crate::support::client::{assert_error, detail_fields, raw, StatusCode};
+use crate::support::db::now_ms;
 use crate::support::server::{spawn, Backend, TestApp, TestKey};
 
 const CAMPAIGNS: &str = "/api/white-label/v1/campaigns";
@@ -53,10 +54,6 @@ async fn call(app: &TestApp, method: Method, path: &str, body: Option<Value>) ->
 async fn call_as(app: &TestApp, key: &TestKey, method: Method, path: &str, body: Option<Value>) -> RawResponse {
     let bytes = body.map(|b| serde_json::to_vec(&b).expect("json")).unwrap_or_default();
     send_bytes(app, key, method, path, bytes).await
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis() as i64
 }
 
 /// A signed request with the given timestamp. Identical requests signed in the same millisecond

@@ -4,21 +4,18 @@
 //! Two instances need PostgreSQL and Redis (`TESSERA_TEST_DATABASE_URL`,
 //! `TESSERA_TEST_REDIS_URL`); the outage tests run their own `redis-server` on a free port
 //! (skipped with a note when it is not installed, outside CI).
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use reqwest::header::HeaderMap;
 use tessera_client::{Client, Method, RawResponse};
 use tessera_server::app::Application;
 
 use crate::support::client::{assert_error, raw};
+use crate::support::db::now_ms;
 use crate::support::server::{spawn_with, test_redis_url, Backend, TestApp, TestKey};
 
 const CONTEXT: &str = "/api/white-label/v1/context";
 const CAMPAIGNS: &str = "/api/white-label/v1/campaigns";
-
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_millis() as i64
-}
 
 fn nonce() -> String {
     format!("n{:016x}{:08x}", now_ms(), rand_u32())

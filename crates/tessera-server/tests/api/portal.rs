@@ -6,6 +6,7 @@ use tessera_client::portal::PortalClient;
 use tessera_client::Method;
 
 use crate::support::client::{detail_fields, raw};
+use crate::support::db::now_ms;
 use crate::support::mail::{mailed_code, mails_to, spawn_mailing};
 use crate::support::payments::PayApp;
 use crate::support::portal::{
@@ -178,10 +179,6 @@ async fn a_session_is_refused_on_version_1_routes_and_keys_on_portal_routes(b: B
         .expect("send"))
     .await;
     portal_error(&r, 401, "missing_auth");
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
 /// Passcodes and session tokens never reach the server log or the audit log: `tessera serve`

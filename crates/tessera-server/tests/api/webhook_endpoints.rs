@@ -10,7 +10,7 @@ use sqlx::Row;
 use tessera_client::Method;
 
 use crate::support::client::{detail_fields, StatusCode};
-use crate::support::db::{connect, record_event};
+use crate::support::db::{connect, now_ms, record_event};
 use crate::support::server::{spawn, spawn_with, Backend, TestApp, TestKey};
 
 const V1: &str = "/api/white-label/v1";
@@ -21,10 +21,6 @@ const URL: &str = "https://hooks.tessera.invalid/in";
 async fn count(app: &TestApp, sql: &str, id: &str) -> i64 {
     let mut conn = connect(app).await;
     sqlx::query(sql).bind(id).fetch_one(&mut conn).await.expect("count").get::<i64, _>(0)
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis() as i64
 }
 
 /// Creates an endpoint as the default account; returns the answer's `data`.

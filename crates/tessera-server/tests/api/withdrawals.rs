@@ -8,6 +8,7 @@ use tessera_client::{Method, RawResponse};
 use crate::support::callbacks::{post_callback, signed_event};
 use crate::support::catalogue::{running_campaign, ticket_type};
 use crate::support::client::{assert_error, detail_fields, StatusCode};
+use crate::support::db::now_ms;
 use crate::support::ledger::{assert_ledger_clean, ledger_kinds};
 use crate::support::payments::{
     buy, platform_secret, sandbox_settle, spawn_paid, PayApp, BALANCE, LEDGER, WITHDRAWALS,
@@ -94,10 +95,6 @@ async fn sql(app: &TestApp, statement: &str, bind: Option<i64>) {
         q = q.bind(v);
     }
     q.execute(&mut conn).await.expect("sql");
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
 // ---------------------------------------------------------------------------------------------

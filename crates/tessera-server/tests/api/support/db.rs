@@ -3,6 +3,11 @@ use sqlx::Row;
 
 use super::server::TestApp;
 
+/// Now in milliseconds since the epoch, as the store writes its times.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis() as i64
+}
+
 /// A connection to `app`'s database.
 pub async fn connect(app: &TestApp) -> sqlx::AnyConnection {
     sqlx::any::install_default_drivers();

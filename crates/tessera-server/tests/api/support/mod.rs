@@ -13,7 +13,8 @@
 //! - `mail`: mail to the sandbox's SMTP sink and the passcodes it carries.
 //! - `tickets`, `portal`, `console`: issued tickets, the reseller portal, the console browser.
 //! - `process`: `tessera serve` as a real process (the SIGKILL tests).
-//! - `db`: direct SQL for what no route writes (events recorded as the store records them).
+//! - `db`: direct SQL for what no route writes (events recorded as the store records them), and
+//!   the clock in the store's milliseconds.
 #![allow(dead_code)]
 
 /// Declares each listed `async fn name(b: Backend)` as two tests: `sqlite::name` and
