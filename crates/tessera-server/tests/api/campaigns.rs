@@ -7,7 +7,9 @@ use futures_util::future::join_all;
 use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
-use crate::helpers::{assert_error, detail_fields, raw, spawn, Backend, TestApp, TestKey};
+use crate::support::client::{assert_error, detail_fields, raw, StatusCode};
+use crate::support::db::now_ms;
+use crate::support::server::{spawn, Backend, TestApp, TestKey};
 
 const CAMPAIGNS: &str = "/api/white-label/v1/campaigns";
 
@@ -54,10 +56,6 @@ async fn call_as(app: &TestApp, key: &TestKey, method: Method, path: &str, body:
     send_bytes(app, key, method, path, bytes).await
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis() as i64
-}
-
 /// A signed request with the given timestamp. Identical requests signed in the same millisecond
 /// carry the same signature, which is single-use (D2.6), so concurrent identical requests each
 /// take their own timestamp (`base - i`).
@@ -74,8 +72,7 @@ fn request_id_header(r: &RawResponse) -> String {
 
 /// Creates a campaign (expecting 201) and returns `data`.
 async fn create(app: &TestApp, body: Value) -> Value {
-    let (status, resp) = app.signed(Method::POST, CAMPAIGNS, Some(body)).await;
-    assert_eq!(status, 201, "{resp}");
+    let resp: Value = app.api().post(CAMPAIGNS, &body, StatusCode::CREATED).await;
     assert_eq!(resp["success"], true, "{resp}");
     resp["data"].clone()
 }
@@ -89,8 +86,7 @@ async fn create_in(app: &TestApp, title: &str, status: &str) -> String {
 
 /// GET /campaigns/:id (expecting 200) and returns `data`.
 async fn show(app: &TestApp, id: &str) -> Value {
-    let (status, resp) = app.signed(Method::GET, &at(id), None).await;
-    assert_eq!(status, 200, "{resp}");
+    let resp: Value = app.api().get(&at(id), StatusCode::OK).await;
     resp["data"].clone()
 }
 
@@ -591,8 +587,7 @@ async fn patching_other_fields_applies_them(b: Backend) {
     assert_eq!(c["metadata"], json!({ "externalId": "ajn-2" }));
     assert_eq!(c["verification_required"], true);
     // An empty patch changes nothing and is fine.
-    let (status, resp) = app.signed(Method::PATCH, &at(&id), Some(json!({}))).await;
-    assert_eq!(status, 200, "{resp}");
+    let _: Value = app.api().patch(&at(&id), &json!({}), StatusCode::OK).await;
     assert_eq!(show(&app, &id).await["slug"], "ajn-2027");
 }
 
@@ -641,8 +636,7 @@ async fn patching_to_a_slug_taken_in_the_account_is_409(b: Backend) {
 async fn patching_another_accounts_or_an_unknown_campaign_is_404(b: Backend) {
     let app = spawn(b).await;
     let other = app.new_account("other").await;
-    let (status, theirs) = app.signed_as(&other.private, Method::POST, CAMPAIGNS, Some(body("Their Night"))).await;
-    assert_eq!(status, 201, "{theirs}");
+    let theirs: Value = app.api_as(&other.private).post(CAMPAIGNS, &body("Their Night"), StatusCode::CREATED).await;
     let their_id = theirs["data"]["id"].as_str().expect("id");
     let r = call(&app, Method::PATCH, &at(their_id), Some(json!({ "title": "Hijacked" }))).await;
     assert_error(&r, 404, "not_found");
@@ -909,15 +903,14 @@ async fn another_accounts_campaigns_never_appear_in_the_list(b: Backend) {
     let mine = create_in(&app, "Accra Jazz Night", "approved").await;
     let other = app.new_account("other").await;
     for status in ["draft", "approved"] {
-        let (s, resp) = app
-            .signed_as(
-                &other.private,
-                Method::POST,
+        let _: Value = app
+            .api_as(&other.private)
+            .post(
                 CAMPAIGNS,
-                Some(with(body("Accra Jazz Night Elsewhere"), json!({ "status": status }))),
+                &with(body("Accra Jazz Night Elsewhere"), json!({ "status": status })),
+                StatusCode::CREATED,
             )
             .await;
-        assert_eq!(s, 201, "{resp}");
     }
     for query in ["", "?search=jazz", "?status=approved"] {
         let resp = list(&app, query).await;
@@ -961,8 +954,7 @@ async fn a_public_key_sees_only_approved_campaigns_without_metadata(b: Backend) 
     assert_eq!(r.status, 200, "{}", r.json());
     assert_eq!(r.json()["pagination"]["total"], 0);
     // Archiving removes it from the public list.
-    let (status, resp) = app.signed(Method::PATCH, &at(&approved), Some(json!({ "status": "archived" }))).await;
-    assert_eq!(status, 200, "{resp}");
+    let _: Value = app.api().patch(&at(&approved), &json!({ "status": "archived" }), StatusCode::OK).await;
     let r = app.public_get(CAMPAIGNS, &app.account.public, &app.account.domain).await;
     assert_eq!(ids(&r.json()), Vec::<String>::new());
 }
@@ -977,8 +969,7 @@ async fn a_campaign_key_sees_only_its_own_campaign_and_only_when_approved(b: Bac
     let r = app.public_get(CAMPAIGNS, &key, &app.account.domain).await;
     assert_eq!(r.status, 200, "{}", r.json());
     assert_eq!(ids(&r.json()), Vec::<String>::new(), "its campaign is not approved yet; the other is not its own");
-    let (status, resp) = app.signed(Method::PATCH, &at(&mine), Some(json!({ "status": "approved" }))).await;
-    assert_eq!(status, 200, "{resp}");
+    let _: Value = app.api().patch(&at(&mine), &json!({ "status": "approved" }), StatusCode::OK).await;
     let r = app.public_get(CAMPAIGNS, &key, &app.account.domain).await;
     let resp = r.json();
     assert_eq!(r.status, 200, "{resp}");
@@ -1026,8 +1017,7 @@ async fn the_config_of_a_campaign_key_shows_campaign_scope_and_its_campaign(b: B
 async fn a_campaign_key_for_another_accounts_campaign_cannot_be_created(b: Backend) {
     let app = spawn(b).await;
     let other = app.new_account("other").await;
-    let (status, theirs) = app.signed_as(&other.private, Method::POST, CAMPAIGNS, Some(body("Their Night"))).await;
-    assert_eq!(status, 201, "{theirs}");
+    let theirs: Value = app.api_as(&other.private).post(CAMPAIGNS, &body("Their Night"), StatusCode::CREATED).await;
     let their_id = theirs["data"]["id"].as_str().expect("id");
     let out = app.cli(&[
         "admin",

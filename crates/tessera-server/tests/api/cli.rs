@@ -3,7 +3,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::helpers::{spawn, Backend, TestApp};
+use crate::support::server::{spawn, Backend, TestApp};
 
 fn stdout_json(out: &Output) -> Value {
     assert!(out.status.success(), "exit {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));

@@ -4,20 +4,18 @@
 //! Two instances need PostgreSQL and Redis (`TESSERA_TEST_DATABASE_URL`,
 //! `TESSERA_TEST_REDIS_URL`); the outage tests run their own `redis-server` on a free port
 //! (skipped with a note when it is not installed, outside CI).
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use reqwest::header::HeaderMap;
 use tessera_client::{Client, Method, RawResponse};
 use tessera_server::app::Application;
 
-use crate::helpers::{assert_error, raw, spawn_with, test_redis_url, Backend, TestApp, TestKey};
+use crate::support::client::{assert_error, raw};
+use crate::support::db::now_ms;
+use crate::support::server::{spawn_with, test_redis_url, Backend, TestApp, TestKey};
 
 const CONTEXT: &str = "/api/white-label/v1/context";
 const CAMPAIGNS: &str = "/api/white-label/v1/campaigns";
-
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_millis() as i64
-}
 
 fn nonce() -> String {
     format!("n{:016x}{:08x}", now_ms(), rand_u32())
@@ -136,7 +134,7 @@ async fn the_account_limit_and_failed_signatures_are_counted_across_instances() 
     assert!(refused.headers.contains_key("retry-after"));
 
     // Failed signatures of another key: two on each instance block the pair on both.
-    let other = a.create_key(&a.account.slug, "private", None, crate::helpers::ALL_PRIVATE_SCOPES, &[]).await;
+    let other = a.create_key(&a.account.slug, "private", None, crate::support::server::ALL_PRIVATE_SCOPES, &[]).await;
     let wrong = TestKey { key_id: other.key_id.clone(), secret: format!("{}x", other.secret) };
     for i in 0..4 {
         let r = send(
@@ -285,7 +283,7 @@ async fn redis_stopped_and_started_under_load_fails_signed_requests_closed_and_r
     assert_eq!(ready.status, 503);
     assert_eq!(ready.json()["checks"]["redis"], "unreachable", "{}", ready.json());
     assert_eq!(get(&app, "/healthz").await.status, 200);
-    // A provider webhook is still taken in (its own signature check answers, not Redis).
+    // A provider callback is still taken in (its own signature check answers, not Redis).
     let hook =
         raw(app.http.post(app.url("/api/white-label/webhooks/provider_b")).body("{}").send().await.expect("send"))
             .await;

@@ -13,12 +13,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::console::{mailed_code, member};
-use crate::helpers::{Backend, ALL_PRIVATE_SCOPES};
-use crate::my_tickets::spawn_mailing;
-use crate::payments::{buy, drain, payment, running_campaign, sandbox_settle, ticket_type, PayApp};
-use crate::ticket_types::send;
-use crate::tickets::{code_of, VERIFY};
+use crate::support::catalogue::{running_campaign, ticket_type};
+use crate::support::client::{send, StatusCode};
+use crate::support::console::member;
+use crate::support::mail::{mailed_code, spawn_mailing};
+use crate::support::payments::{buy, payment, sandbox_settle, PayApp};
+use crate::support::server::{drain, Backend, ALL_PRIVATE_SCOPES};
+use crate::support::tickets::{code_of, VERIFY};
 
 /// The key W3C WebDriver names an element reference by.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
@@ -315,14 +316,14 @@ async fn a_phone_sized_browser_signs_in_checks_in_sees_live_counts_and_two_membe
     browser.quit().await;
 
     // Payouts above 10 GHS need a second finance member's approval (D17.30).
-    let (s, set) = p
-        .signed(
-            Method::PATCH,
+    let _: Value = p
+        .api()
+        .patch(
             "/api/white-label/v1/settings/operations",
-            Some(json!({"config": {"withdrawalApprovalAbove": 10}})),
+            &json!({"config": {"withdrawalApprovalAbove": 10}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{set}");
     let first = member(&p, "finance").await;
     let asker = driver.session().await;
     browser_sign_in(&p, &asker, &first, "/console").await;
@@ -341,9 +342,8 @@ async fn a_phone_sized_browser_signs_in_checks_in_sees_live_counts_and_two_membe
     assert!(asker.find_all(".error").await.is_empty(), "refused:\n{}", asker.source().await);
     asker.quit().await;
     let key = p.create_key(&p.account.slug, "private", None, ALL_PRIVATE_SCOPES, &["withdrawals"]).await;
-    let (s, listed) =
-        p.signed_as(&key, Method::GET, "/api/white-label/v1/withdrawals?status=awaiting_approval", None).await;
-    assert_eq!(s, 200, "{listed}");
+    let listed: Value =
+        p.api_as(&key).get("/api/white-label/v1/withdrawals?status=awaiting_approval", StatusCode::OK).await;
     let waiting = listed["data"].as_array().expect("withdrawals");
     assert_eq!(waiting.len(), 1, "the request waits for approval: {listed}");
     assert_eq!(waiting[0]["amount"], json!(25));
@@ -368,8 +368,7 @@ async fn a_phone_sized_browser_signs_in_checks_in_sees_live_counts_and_two_membe
     approver.wait_for_path("/console/withdrawals").await;
     assert!(approver.find_all(".error").await.is_empty(), "refused:\n{}", approver.source().await);
     approver.quit().await;
-    let (s, shown) = p.signed_as(&key, Method::GET, &format!("/api/white-label/v1/withdrawals/{id}"), None).await;
-    assert_eq!(s, 200, "{shown}");
+    let shown: Value = p.api_as(&key).get(&format!("/api/white-label/v1/withdrawals/{id}"), StatusCode::OK).await;
     // Approved: no longer awaiting approval, on its way to the payout (not cancelled).
     let status = shown["data"]["status"].as_str().unwrap_or_default();
     assert!(matches!(status, "pending" | "processing" | "completed"), "approved: {shown}");

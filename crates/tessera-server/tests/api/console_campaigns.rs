@@ -5,12 +5,11 @@
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::console::{member, sign_in, signed_in, Page};
-use crate::helpers::Backend;
-use crate::my_tickets::spawn_mailing;
-use crate::payments::{
-    buy, drain, initialize, participant, payment, running_campaign, sandbox_settle, ticket_type, PayApp,
-};
+use crate::support::catalogue::{participant, running_campaign, ticket_type};
+use crate::support::console::{member, sign_in, signed_in, Page};
+use crate::support::mail::spawn_mailing;
+use crate::support::payments::{buy, initialize, payment, sandbox_settle, PayApp};
+use crate::support::server::{drain, Backend};
 
 /// A settled purchase of `quantity` tickets; its reference.
 async fn paid(p: &PayApp, campaign: &str, ticket: &str, quantity: i64) -> String {

@@ -9,12 +9,13 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::console::{member, sign_in, signed_in, Browser, Page};
-use crate::helpers::Backend;
-use crate::my_tickets::spawn_mailing;
-use crate::payments::{buy, drain, payment, running_campaign, sandbox_settle, ticket_type, PayApp};
-use crate::ticket_types::send;
-use crate::tickets::{code_of, issued, VERIFY};
+use crate::support::catalogue::{running_campaign, ticket_type};
+use crate::support::client::{send, StatusCode};
+use crate::support::console::{member, sign_in, signed_in, Browser, Page};
+use crate::support::mail::spawn_mailing;
+use crate::support::payments::{buy, payment, sandbox_settle, PayApp};
+use crate::support::server::{drain, Backend};
+use crate::support::tickets::{code_of, issued, VERIFY};
 
 const GATE: &str = "/console/gate";
 
@@ -115,8 +116,7 @@ async fn console_gate_checks_a_typed_code_in_once_and_answers_in_words(b: Backen
     // One audit entry per check-in, and a `ticket.checked_in` event each.
     let audit = p.store.audit_entries(&p.account.id, 100).await.expect("audit");
     assert_eq!(audit.iter().filter(|e| e.action == "ticket.checked_in").count(), 2);
-    let (s, events) = p.signed(Method::GET, "/api/white-label/v1/events?limit=100", None).await;
-    assert_eq!(s, 200, "{events}");
+    let events: Value = p.api().get("/api/white-label/v1/events?limit=100", StatusCode::OK).await;
     let checked =
         events["data"].as_array().expect("events").iter().filter(|e| e["type"] == "ticket.checked_in").count();
     assert_eq!(checked, 2, "{events}");
@@ -148,8 +148,7 @@ async fn console_gate_unknown_void_and_other_accounts_codes_are_invalid(b: Backe
     // A valid ticket of an archived campaign never checks in.
     let (c, tickets) = issued(&p, &p.account, 1).await;
     let path = format!("/api/white-label/v1/campaigns/{c}");
-    let (s, body) = p.signed(Method::PATCH, &path, Some(json!({"status": "archived"}))).await;
-    assert_eq!(s, 200, "{body}");
+    let _: Value = p.api().patch(&path, &json!({"status": "archived"}), StatusCode::OK).await;
     let archived = at_gate(&browser, &code_of(&tickets[0])).await;
     assert_eq!(verdict(&archived), ("Invalid".to_string(), "verdict bad".to_string()));
     assert!(archived.text(".reason").contains("archived"), "{}", archived.body);

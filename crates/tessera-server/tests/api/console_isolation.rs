@@ -14,12 +14,13 @@ use tessera_client::Method;
 use tessera_server::cli::admin;
 use tessera_server::http::console::ROUTES;
 
-use crate::console::{sign_in, Browser, Page};
-use crate::helpers::{Backend, TestAccount, TestKey, ALL_PRIVATE_SCOPES};
-use crate::my_tickets::{point_mail_at_sandbox, spawn_mailing};
-use crate::payments::{drain, running_campaign, sandbox_settle, ticket_type, PayApp, BALANCE, INITIALIZE, PAYMENTS};
-use crate::portal::{call, mint, portal_ok, reseller};
-use crate::ticket_types::send;
+use crate::support::catalogue::{running_campaign, ticket_type};
+use crate::support::client::send;
+use crate::support::console::{sign_in, Browser, Page};
+use crate::support::mail::{point_mail_at_sandbox, spawn_mailing};
+use crate::support::payments::{sandbox_settle, PayApp, BALANCE, INITIALIZE, PAYMENTS};
+use crate::support::portal::{call, mint, portal_ok, reseller};
+use crate::support::server::{drain, Backend, TestAccount, TestKey, ALL_PRIVATE_SCOPES};
 
 const WITHDRAWALS: &str = "/api/white-label/v1/withdrawals";
 const TICKETS_VERIFY: &str = "/api/white-label/v1/tickets/verify";
@@ -204,7 +205,7 @@ async fn a_state(p: &PayApp, a: &TestAccount, s: &Seeded, owner: &Browser, resel
     }
     let portal = call(p, Some(&s.reseller_token), Method::GET, PORTAL_APPROVALS, None).await;
     api.insert("approvals".into(), portal.json()["data"].clone());
-    let portal = call(p, Some(&s.reseller_token), Method::GET, crate::portal::CONSOLE, None).await;
+    let portal = call(p, Some(&s.reseller_token), Method::GET, crate::support::portal::CONSOLE, None).await;
     api.insert("reseller".into(), portal.json()["data"].clone());
     let members = admin::member_list(&p.store, &a.slug).await.expect("members");
     api.insert("members".into(), members);

@@ -4,15 +4,16 @@
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::console::{member, sign_in, signed_in, Browser, Page};
-use crate::helpers::{Backend, TestAccount, TestApp};
-use crate::my_tickets::spawn_mailing;
-use crate::payments::{
-    assert_ledger_clean, buy, drain, initialize, participant, payment, running_campaign, sandbox_settle, ticket_type,
-    PayApp, BALANCE, INITIALIZE, LEDGER,
+use crate::support::catalogue::{participant, running_campaign, ticket_type};
+use crate::support::client::send;
+use crate::support::console::{member, sign_in, signed_in, Browser, Page};
+use crate::support::ledger::assert_ledger_clean;
+use crate::support::mail::spawn_mailing;
+use crate::support::payments::{
+    buy, customer_pays_fees, initialize, payment, sandbox_settle, PayApp, BALANCE, INITIALIZE, LEDGER,
 };
-use crate::ticket_types::send;
-use crate::tickets::{code_of, VERIFY};
+use crate::support::server::{drain, Backend, TestAccount, TestApp};
+use crate::support::tickets::{code_of, VERIFY};
 
 const V1: &str = "/api/white-label/v1";
 
@@ -86,9 +87,7 @@ struct Mix {
 }
 
 async fn mix(p: &PayApp) -> Mix {
-    let fees = json!({"config": {"feePercent": 2.5, "feeFixed": 0.5, "feeBearer": "customer"}});
-    let (s, b) = p.signed(Method::PATCH, &format!("{V1}/settings/payments"), Some(fees)).await;
-    assert_eq!(s, 200, "{b}");
+    customer_pays_fees(p).await;
     let key = &p.account.private;
     let ticketing = running_campaign(p, key, "ticketing").await;
     let t = ticket_type(p, key, &ticketing, 25.5, 20).await;

@@ -10,10 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use scraper::{Html, Selector};
 use serde_json::json;
 
-use crate::console::{member, sign_in, Browser, Page};
-use crate::helpers::{spawn, Backend};
-use crate::my_tickets::spawn_mailing;
-use crate::payments::{buy, drain, running_campaign, sandbox_settle, ticket_type, PayApp};
+use crate::support::catalogue::{running_campaign, ticket_type};
+use crate::support::console::{member, sign_in, Browser, Page};
+use crate::support::mail::spawn_mailing;
+use crate::support::payments::{buy, sandbox_settle, PayApp};
+use crate::support::server::{drain, spawn, Backend};
 
 /// Pages stay small even on a busy account (common rules: under 100 KB).
 const MAX_PAGE_BYTES: usize = 100 * 1024;
@@ -186,7 +187,7 @@ async fn every_page_each_role_opens_is_labelled_protected_small_and_self_contain
     assert_eq!(gate, BTreeSet::from(["/console/gate".to_string()]));
     // A reseller portal user's console (D17.30).
     let reseller_owner = format!("reseller-{}@reseller.example.com", uuid::Uuid::now_v7().simple());
-    crate::portal::reseller(&p, &p.account, &reseller_owner).await;
+    crate::support::portal::reseller(&p, &p.account, &reseller_owner).await;
     let reseller = every_page_of(&p, &reseller_owner, &["/console/reseller".to_string()]).await;
     assert!(reseller.contains("/console/reseller"), "{reseller:?}");
     // The sign-in page, before any session: labelled, its form protected, self-contained.

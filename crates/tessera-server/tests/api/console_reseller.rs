@@ -6,10 +6,10 @@
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::console::{member, sign_in, Browser, Page};
-use crate::helpers::Backend;
-use crate::payments::PayApp;
-use crate::portal::{call, mint, portal_ok, reseller, spawn_reseller, CONSOLE};
+use crate::support::console::{member, sign_in, Browser, Page};
+use crate::support::payments::PayApp;
+use crate::support::portal::{call, mint, portal_ok, reseller, spawn_reseller, CONSOLE};
+use crate::support::server::Backend;
 
 const PAGE: &str = "/console/reseller";
 const MEMBERS: &str = "/console/reseller/members";

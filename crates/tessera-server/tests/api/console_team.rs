@@ -3,9 +3,9 @@
 //! removed, their sessions ended with them, the last owner kept.
 use tessera_server::cli::admin;
 
-use crate::console::{member, sign_in, signed_in, Page};
-use crate::helpers::Backend;
-use crate::payments::PayApp;
+use crate::support::console::{member, sign_in, signed_in, Page};
+use crate::support::payments::PayApp;
+use crate::support::server::Backend;
 
 const PATH: &str = "/console/team";
 

@@ -3,16 +3,15 @@
 //! rules, hold, idempotency and approval threshold, checked here through the API's reads; four
 //! eyes on withdrawals awaiting approval.
 use serde_json::{json, Value};
-use tessera_client::Method;
 use tessera_server::cli::admin;
 
-use crate::console::{member, sign_in, signed_in, Browser, Page};
-use crate::helpers::{Backend, TestKey, ALL_PRIVATE_SCOPES};
-use crate::my_tickets::point_mail_at_sandbox;
-use crate::payments::{
-    assert_ledger_clean, buy, drain, running_campaign, sandbox_settle, ticket_type, PayApp, BALANCE,
-};
-use crate::withdrawals::WITHDRAWALS;
+use crate::support::catalogue::{running_campaign, ticket_type};
+use crate::support::client::StatusCode;
+use crate::support::console::{member, sign_in, signed_in, Browser, Page};
+use crate::support::ledger::assert_ledger_clean;
+use crate::support::mail::point_mail_at_sandbox;
+use crate::support::payments::{buy, sandbox_settle, PayApp, BALANCE, WITHDRAWALS};
+use crate::support::server::{drain, Backend, TestKey, ALL_PRIVATE_SCOPES};
 
 const PATH: &str = "/console/withdrawals";
 
@@ -35,8 +34,7 @@ async fn funded(b: Backend, role: &str, ghs: f64) -> (PayApp, Browser, String, T
 
 async fn threshold(p: &PayApp, ghs: i64) {
     let body = json!({"config": {"withdrawalApprovalAbove": ghs}});
-    let (s, set) = p.signed(Method::PATCH, "/api/white-label/v1/settings/operations", Some(body)).await;
-    assert_eq!(s, 200, "{set}");
+    let _: Value = p.api().patch("/api/white-label/v1/settings/operations", &body, StatusCode::OK).await;
 }
 
 const VALID: [(&str, &str); 5] = [
@@ -67,20 +65,17 @@ async fn ask(browser: &Browser, amount: &str) -> (Page, Page) {
 }
 
 async fn api_list(p: &PayApp, key: &TestKey) -> Vec<Value> {
-    let (s, b) = p.signed_as(key, Method::GET, WITHDRAWALS, None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = p.api_as(key).get(WITHDRAWALS, StatusCode::OK).await;
     b["data"].as_array().expect("data").clone()
 }
 
 async fn api_show(p: &PayApp, key: &TestKey, id: &str) -> Value {
-    let (s, b) = p.signed_as(key, Method::GET, &format!("{WITHDRAWALS}/{id}"), None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = p.api_as(key).get(&format!("{WITHDRAWALS}/{id}"), StatusCode::OK).await;
     b["data"].clone()
 }
 
 async fn balance(p: &PayApp, key: &TestKey) -> Value {
-    let (s, b) = p.signed_as(key, Method::GET, BALANCE, None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = p.api_as(key).get(BALANCE, StatusCode::OK).await;
     b["data"].clone()
 }
 

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::helpers::{assert_error, detail_fields, raw, spawn, spawn_with, Backend, TestApp};
+use crate::support::client::{assert_error, detail_fields, raw, StatusCode};
+use crate::support::server::{spawn, spawn_with, Backend, TestApp};
 
 const SETTINGS: &str = "/api/white-label/v1/settings";
 const CAMPAIGNS: &str = "/api/white-label/v1/campaigns";
@@ -50,8 +51,7 @@ async fn secrets_inside_arrays_are_sealed_at_rest_and_masked_in_every_read_and_t
         {"url": "https://hooks.example.com/a", "signingSecret": signing},
         {"url": "https://hooks.example.com/b", "auth": [{"apiKey": api}]},
     ]}});
-    let (status, body) = app.signed(Method::PATCH, &format!("{SETTINGS}/webhooks"), Some(patch)).await;
-    assert_eq!(status, 200, "{body}");
+    let body: Value = app.api().patch(&format!("{SETTINGS}/webhooks"), &patch, StatusCode::OK).await;
     let endpoints = &body["data"]["config"]["endpoints"];
     assert_eq!(endpoints[0]["signingSecret"], "••••9876", "{body}");
     assert_eq!(endpoints[1]["auth"][0]["apiKey"], "••••5432", "{body}");
@@ -60,9 +60,8 @@ async fn secrets_inside_arrays_are_sealed_at_rest_and_masked_in_every_read_and_t
     // Sending the list back as read (masks included) keeps the secrets and changes the rest.
     let mut back = endpoints.clone();
     back[0]["url"] = json!("https://hooks.example.com/a2");
-    let (status, body) =
-        app.signed(Method::PATCH, &format!("{SETTINGS}/webhooks"), Some(json!({"config": {"endpoints": back}}))).await;
-    assert_eq!(status, 200, "{body}");
+    let body: Value =
+        app.api().patch(&format!("{SETTINGS}/webhooks"), &json!({"config": {"endpoints": back}}), StatusCode::OK).await;
     assert_eq!(body["data"]["config"]["endpoints"][0]["signingSecret"], "••••9876", "{body}");
     assert_eq!(body["data"]["config"]["endpoints"][0]["url"], "https://hooks.example.com/a2");
 
@@ -112,8 +111,7 @@ async fn a_secret_looking_key_with_a_non_string_value_is_refused_with_400(b: Bac
 async fn a_secret_of_eight_characters_or_fewer_is_masked_without_any_of_its_characters(b: Backend) {
     let app = spawn(b).await;
     let patch = json!({"config": {"sms": {"apiKey": "k8chars!"}, "email": {"password": "ninechars"}}});
-    let (status, body) = app.signed(Method::PATCH, &format!("{SETTINGS}/notifications"), Some(patch)).await;
-    assert_eq!(status, 200, "{body}");
+    let body: Value = app.api().patch(&format!("{SETTINGS}/notifications"), &patch, StatusCode::OK).await;
     assert_eq!(body["data"]["config"]["sms"]["apiKey"], "••••", "{body}");
     assert_eq!(body["data"]["config"]["email"]["password"], "••••hars", "{body}");
     let (_, read) = app.signed(Method::GET, &format!("{SETTINGS}?categories=notifications"), None).await;
@@ -215,16 +213,15 @@ async fn money_with_more_than_two_decimals_is_refused_even_within_a_millionth(b:
         assert_eq!(status, 400, "{price}: {b}");
         assert_eq!(detail_fields(&b), ["vote_price"], "{b}");
     }
-    let (status, b) = app.signed(Method::POST, CAMPAIGNS, Some(body(json!(1.25)))).await;
-    assert_eq!(status, 201, "{b}");
+    let b: Value = app.api().post(CAMPAIGNS, &body(json!(1.25)), StatusCode::CREATED).await;
     let id = b["data"]["id"].as_str().expect("id");
     let (_, read) = app.signed(Method::GET, &format!("{CAMPAIGNS}/{id}"), None).await;
     assert_eq!(read["data"]["vote_price"], 1.25, "{read}");
     // Settings money too (payments.feeFixed).
-    let (status, b) = app
-        .signed(Method::PATCH, &format!("{SETTINGS}/payments"), Some(json!({"config": {"feeFixed": 0.1000001}})))
+    let b: Value = app
+        .api()
+        .patch(&format!("{SETTINGS}/payments"), &json!({"config": {"feeFixed": 0.1000001}}), StatusCode::BAD_REQUEST)
         .await;
-    assert_eq!(status, 400, "{b}");
     assert_eq!(detail_fields(&b), ["config.feeFixed"], "{b}");
 }
 
@@ -234,15 +231,13 @@ async fn a_title_made_only_of_zero_width_characters_is_refused(b: Backend) {
         "title": "\u{200B}\u{200C}\u{200D}\u{2060}\u{FEFF}", "description": "A description long enough.", "campaign_type": "ticketing",
         "start_date": "2027-03-01T18:00:00Z", "end_date": "2027-03-02T02:00:00Z",
     });
-    let (status, b) = app.signed(Method::POST, CAMPAIGNS, Some(body)).await;
-    assert_eq!(status, 400, "{b}");
+    let b: Value = app.api().post(CAMPAIGNS, &body, StatusCode::BAD_REQUEST).await;
     assert!(detail_fields(&b).contains(&"title".to_string()), "{b}");
 }
 
 async fn a_repeated_query_parameter_is_named_in_the_error(b: Backend) {
     let app = spawn(b).await;
-    let (status, b) = app.signed(Method::GET, &format!("{CAMPAIGNS}?limit=5&limit=6"), None).await;
-    assert_eq!(status, 400, "{b}");
+    let b: Value = app.api().get(&format!("{CAMPAIGNS}?limit=5&limit=6"), StatusCode::BAD_REQUEST).await;
     assert_eq!(detail_fields(&b), ["limit"], "{b}");
 }
 
@@ -348,7 +343,7 @@ async fn malformed_framing_is_400_in_the_envelope() {
 }
 
 /// Broken chunked framing is read by the route that reads the body: a signed route and a
-/// provider webhook both answer 400 in the envelope (not 413, not a bare 400).
+/// provider callback both answer 400 in the envelope (not 413, not a bare 400).
 async fn broken_chunked_framing_is_400_in_the_envelope(b: Backend) {
     let app = spawn(b).await;
     let key = app.account.private.clone();
@@ -361,10 +356,11 @@ async fn broken_chunked_framing_is_400_in_the_envelope(b: Backend) {
         "0".repeat(64),
     );
     assert_raw_refusal(&raw_exchange(&app, signed.into_bytes()).await, 400, "malformed_json");
-    let webhook = "POST /api/white-label/webhooks/provider_a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+    let callback =
+        "POST /api/white-label/webhooks/provider_a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
                    Transfer-Encoding: chunked\r\nx-provider_a-signature: 00\r\nConnection: close\r\n\r\n\
                    3\r\n{}a\r\nnot-hex\r\n";
-    assert_raw_refusal(&raw_exchange(&app, webhook.as_bytes().to_vec()).await, 400, "malformed_json");
+    assert_raw_refusal(&raw_exchange(&app, callback.as_bytes().to_vec()).await, 400, "malformed_json");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -374,8 +370,7 @@ async fn a_sqlite_url_without_mode_rwc_creates_its_file() {
     let url = format!("sqlite://{}", file.display());
     let app = spawn_with(Backend::Sqlite, |c| c.database_url = url.clone()).await;
     assert!(file.exists(), "{} created", file.display());
-    let (status, body) = app.signed(Method::GET, CAMPAIGNS, None).await;
-    assert_eq!(status, 200, "{body}");
+    let _: Value = app.api().get(CAMPAIGNS, StatusCode::OK).await;
 }
 
 /// Opens `n` connections that each send part of a request head and then nothing.
@@ -529,7 +524,7 @@ async fn an_answered_write_survives_a_kill_9_and_the_server_starts_again(b: Back
     let dir = tempfile::tempdir().expect("tempdir");
     let db = match &b {
         Backend::Sqlite => None,
-        Backend::Postgres(_) => Some(crate::helpers::postgres_schema_url(&b).await),
+        Backend::Postgres(_) => Some(crate::support::server::postgres_schema_url(&b).await),
     };
     json_out(
         tessera_bin(dir.path(), &db)

@@ -12,9 +12,11 @@ use tessera_server::app::Application;
 use tessera_server::config::{Config, Overrides, StartRefused};
 use tessera_server::store::live::{LiveEvent, LiveKind};
 
-use crate::helpers::{postgres_schema_url, spawn, spawn_second, spawn_with, Backend, TestApp};
-use crate::payments::{drain, participant, running_campaign, sandbox_settle, spawn_paid, start_sandbox, INITIALIZE};
-use crate::tickets::{code_of, issued, VERIFY};
+use crate::support::catalogue::{participant, running_campaign};
+use crate::support::client::StatusCode;
+use crate::support::payments::{sandbox_settle, spawn_paid, start_sandbox, INITIALIZE};
+use crate::support::server::{drain, postgres_schema_url, spawn, spawn_second, spawn_with, Backend, TestApp};
+use crate::support::tickets::{code_of, issued, VERIFY};
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 
@@ -141,7 +143,7 @@ async fn a_stopped_server_gives_its_guard_back_to_the_next_one(b: Backend) {
 // --no-workers (D17.4)
 
 /// `tessera serve --no-workers` serves the API and its startup log says workers are off; a
-/// paid charge's stored webhook waits until an instance with workers runs it (on PostgreSQL a
+/// paid charge's stored callback waits until an instance with workers runs it (on PostgreSQL a
 /// second instance beside it, with Redis; on SQLite, one process per data dir, the next one).
 async fn no_workers_serves_the_api_and_leaves_the_jobs_to_an_instance_with_workers(b: Backend) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -194,7 +196,7 @@ async fn no_workers_serves_the_api_and_leaves_the_jobs_to_an_instance_with_worke
         .await
         .expect("sandbox");
     assert_eq!(r.status().as_u16(), 200);
-    assert_eq!(sandbox.webhooks()[0]["status"], 200, "the webhook was stored: {:?}", sandbox.webhooks());
+    assert_eq!(sandbox.webhooks()[0]["status"], 200, "the callback was stored: {:?}", sandbox.webhooks());
     // Nothing to poll for when nothing may happen: 50 worker polls' time with the job due.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(status_of(&client, &reference).await["status"], "pending", "no instance ran the job");
@@ -365,18 +367,16 @@ async fn a_fulfilled_vote_payment_publishes_votes(b: Backend) {
     let p = spawn_paid(b).await;
     let c = running_campaign(&p, &p.account.private, "voting").await;
     let nominee = participant(&p, &p.account.private, &c).await;
-    let (s, init) = p
-        .signed(
-            Method::POST,
+    let init: Value = p
+        .api()
+        .post(
             INITIALIZE,
-            Some(
-                json!({"transactionType": "vote", "amount": 4, "email": "fan@example.com", "phoneNumber": "0241234567",
+            &json!({"transactionType": "vote", "amount": 4, "email": "fan@example.com", "phoneNumber": "0241234567",
                 "callbackUrl": format!("https://{}/voted", p.account.domain),
                 "metadata": {"campaignId": c, "participantId": nominee}}),
-            ),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{init}");
     let reference = init["data"]["reference"].as_str().expect("reference").to_string();
     let mut rx = p.state.live.subscribe();
     sandbox_settle(&p, &reference, "succeed", json!({})).await;
@@ -419,7 +419,7 @@ async fn with_and_without_redis_never_mix(b: Backend) {
 mod postgres_only {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn with_and_without_redis_never_mix() {
-        match crate::helpers::Backend::postgres() {
+        match crate::support::server::Backend::postgres() {
             Some(b) => super::with_and_without_redis_never_mix(b).await,
             None => eprintln!("TESSERA_TEST_DATABASE_URL not set; PostgreSQL run skipped"),
         }

@@ -20,14 +20,14 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
-use crate::helpers::{assert_error, raw, Backend, TestAccount, TestKey, ALL_PRIVATE_SCOPES};
-use crate::my_tickets::point_mail_at_sandbox;
-use crate::payments::{
-    buy, drain, participant, post_webhook, running_campaign, sandbox_settle, signed_event, spawn_paid_with,
-    ticket_type, PayApp,
-};
-use crate::portal::{self, portal_error, portal_ok, CONSOLE};
-use crate::tickets::{code_of, issued};
+use crate::support::callbacks::{post_callback, signed_event};
+use crate::support::catalogue::{participant, running_campaign, ticket_type};
+use crate::support::client::{assert_error, raw, StatusCode};
+use crate::support::mail::point_mail_at_sandbox;
+use crate::support::payments::{buy, sandbox_settle, spawn_paid_with, PayApp};
+use crate::support::portal::{self, portal_error, portal_ok, CONSOLE};
+use crate::support::server::{drain, Backend, TestAccount, TestKey, ALL_PRIVATE_SCOPES};
+use crate::support::tickets::{code_of, issued};
 
 const V1: &str = "/api/white-label/v1";
 
@@ -296,7 +296,7 @@ fn cases() -> Vec<(&'static str, Case)> {
         case!("POST /api/white-label/v1/webhook-endpoints/{id}/replay", webhook_endpoints_replay),
         case!("GET /api/white-label/v1/webhook-endpoints/{id}/attempts", webhook_endpoints_attempts),
         case!("GET /api/white-label/v1/events", events_list),
-        case!("POST /api/white-label/webhooks/{provider}", provider_webhook),
+        case!("POST /api/white-label/webhooks/{provider}", provider_callback),
         case!("POST /api/white-label/ussd/{gateway}/{account}", ussd_receive),
         case!("GET /healthz", health),
         case!("GET /readyz", health),
@@ -832,13 +832,13 @@ async fn events_list(c: &Ctx) {
     own_view(c, Who::Signed, Method::GET, &v1("/events"), None).await;
 }
 
-async fn provider_webhook(c: &Ctx) {
+async fn provider_callback(c: &Ctx) {
     // B's own provider secret signing a success for A's pending payment: refused, nothing applied
     // (a_view shows A's payment still pending).
     let event =
         json!({"event": "charge.success", "data": {"id": "ch_b", "reference": c.seed.pending, "status": "success"}});
     let (body, sig) = signed_event("provider_c", "sk_live_b_own_c", event);
-    let r = post_webhook(&c.p, "provider_c", body, Some(&sig)).await;
+    let r = post_callback(&c.p, "provider_c", body, Some(&sig)).await;
     assert_error(&r, 401, "invalid_signature");
     drain(&c.p).await;
 }
@@ -858,8 +858,7 @@ async fn ussd_dial(c: &Ctx, slug: &str, token: &str, session: &str, text: &str) 
 async fn ussd_receive(c: &Ctx) {
     // B's own USSD code does not know A's nominees, and B's token does not open A's route.
     let config = json!({"config": {"enabled": true, "callbackToken": B_USSD_TOKEN, "serviceCode": "*920*44#"}});
-    let (s, b) = c.p.signed_as(&c.b.private, Method::PATCH, &v1("/settings/ussd"), Some(config)).await;
-    assert_eq!(s, 200, "{b}");
+    let _: Value = c.p.api_as(&c.b.private).patch(&v1("/settings/ussd"), &config, StatusCode::OK).await;
     let (s, list) =
         c.p.signed_as(&c.a.private, Method::GET, &v1(&format!("/participants?campaignId={}", c.seed.voting)), None)
             .await;
@@ -905,20 +904,18 @@ async fn seed(backend: Backend) -> Ctx {
     point_mail_at_sandbox(&p, &b.private).await;
     // A takes votes by dial (the USSD case probes A's route with B's token).
     let config = json!({"config": {"enabled": true, "callbackToken": A_USSD_TOKEN, "serviceCode": "*920*44#"}});
-    let (s, body) = p.signed_as(&a.private, Method::PATCH, "/api/white-label/v1/settings/ussd", Some(config)).await;
-    assert_eq!(s, 200, "{body}");
-    // B has its own provider credentials (used by the webhook case).
+    let _: Value = p.api_as(&a.private).patch("/api/white-label/v1/settings/ussd", &config, StatusCode::OK).await;
+    // B has its own provider credentials (used by the callback case).
     let own = p.sandbox.provider_url("provider_c");
-    let (s, v) = p
-        .signed_as(
-            &b.private,
-            Method::PATCH,
+    let _: Value = p
+        .api_as(&b.private)
+        .patch(
             &v1("/settings/payments"),
-            Some(json!({"config": {"useSharedDefaults": false, "defaultProvider": "provider_c",
-                "providers": {"provider_c": {"baseUrl": own, "secretKey": "sk_live_b_own_c"}}}})),
+            &json!({"config": {"useSharedDefaults": false, "defaultProvider": "provider_c",
+                "providers": {"provider_c": {"baseUrl": own, "secretKey": "sk_live_b_own_c"}}}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{v}");
 
     let key = &a.private;
     let ticketing = running_campaign(&p, key, "ticketing").await;
@@ -945,16 +942,15 @@ async fn seed(backend: Backend) -> Ctx {
     assert_eq!(r.status, 201, "{}", r.json());
     let withdrawal = r.json()["data"]["id"].as_str().expect("id").to_string();
 
-    let (s, v) = p
-        .signed_as(
-            key,
-            Method::POST,
+    let v: Value = p
+        .api_as(key)
+        .post(
             &v1("/notifications"),
-            Some(json!({"channel": "email", "eventType": "isolation", "recipient": "a-only@example.com",
-                "payload": {"text": "for A"}})),
+            &json!({"channel": "email", "eventType": "isolation", "recipient": "a-only@example.com",
+                "payload": {"text": "for A"}}),
+            StatusCode::ACCEPTED,
         )
         .await;
-    assert_eq!(s, 202, "{v}");
     let notification = v["data"]["id"].as_str().expect("id").to_string();
     let (s, v) = p
         .signed_as(
@@ -974,15 +970,14 @@ async fn seed(backend: Backend) -> Ctx {
         let p = &p;
         let key = key.clone();
         async move {
-            let (s, v) = p
-                .signed_as(
-                    &key,
-                    Method::POST,
+            let v: Value = p
+                .api_as(&key)
+                .post(
                     &v1("/my-tickets/request-otp"),
-                    Some(json!({"campaignId": campaign, "email": "buyer@example.com"})),
+                    &json!({"campaignId": campaign, "email": "buyer@example.com"}),
+                    StatusCode::OK,
                 )
                 .await;
-            assert_eq!(s, 200, "{v}");
             drain(p).await;
             (v["data"]["challengeId"].as_str().expect("challengeId").to_string(), passcode(p, "buyer@example.com"))
         }
@@ -1046,14 +1041,9 @@ async fn seed(backend: Backend) -> Ctx {
     assert_eq!(s, 201, "{v}");
     let webhook_endpoint = v["data"]["id"].as_str().expect("id").to_string();
     let data = r#"{"marker":"a-event-data"}"#;
-    let (event, _) = crate::webhook_endpoints::record_event(
-        &p,
-        &a.id,
-        "payment.failed",
-        data,
-        tessera_server::domain::time::now_ms(),
-    )
-    .await;
+    let (event, _) =
+        crate::support::db::record_event(&p, &a.id, "payment.failed", data, tessera_server::domain::time::now_ms())
+            .await;
 
     let seed = Seed {
         webhook_endpoint,

@@ -11,12 +11,12 @@ use tessera_client::Method;
 use tessera_server::domain::time::now_ms;
 use tessera_server::workers;
 
-use crate::helpers::{assert_error, detail_fields, spawn_with, Backend, TestKey};
-use crate::my_tickets::point_mail_at_sandbox;
-use crate::payments::{drain, spawn_paid_with, PayApp};
-use crate::portal::{mailed_code, reseller, start};
-use crate::ticket_types::send;
-use crate::tickets::issued;
+use crate::support::client::{assert_error, detail_fields, send};
+use crate::support::mail::{mailed_code, point_mail_at_sandbox};
+use crate::support::payments::{spawn_paid_with, PayApp};
+use crate::support::portal::{reseller, start};
+use crate::support::server::{drain, spawn_with, Backend, TestKey};
+use crate::support::tickets::issued;
 
 const NOTIFICATIONS: &str = "/api/white-label/v1/notifications";
 const SETTINGS: &str = "/api/white-label/v1/settings/notifications";
@@ -25,7 +25,7 @@ const SETTINGS: &str = "/api/white-label/v1/settings/notifications";
 /// `smtp` or `smtps`), the sink's CA trusted through `security.extra_ca_file`, and private
 /// endpoints NOT allowed: certificate checking and STARTTLS need no loophole.
 async fn spawn_platform_mail(b: Backend, scheme: &str) -> PayApp {
-    let sandbox = crate::payments::start_sandbox().await;
+    let sandbox = crate::support::payments::start_sandbox().await;
     let smtp = match scheme {
         "smtps" => sandbox.listen_smtps("127.0.0.1:0".parse().expect("addr")).await.expect("smtps"),
         _ => sandbox.smtp_addr().expect("smtp"),

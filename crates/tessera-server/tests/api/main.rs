@@ -1,9 +1,12 @@
 //! The one integration-test binary. Every test drives a real server over HTTP, on SQLite
-//! always and on PostgreSQL when `TESSERA_TEST_DATABASE_URL` is set (see `helpers::on_both!`).
+//! always and on PostgreSQL when `TESSERA_TEST_DATABASE_URL` is set (see `support::on_both!`).
+//! What the feature files share lives in `support/`; a feature file imports from there only,
+//! never from another feature file.
 #[macro_use]
-mod helpers;
+mod support;
 
 mod auth;
+mod callbacks;
 mod campaigns;
 mod cli;
 mod cluster;
@@ -46,6 +49,5 @@ mod tickets;
 mod ussd;
 mod voting;
 mod webhook_endpoints;
-mod webhooks;
 mod webhooks_out;
 mod withdrawals;

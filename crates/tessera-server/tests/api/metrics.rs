@@ -3,7 +3,7 @@
 use serde_json::json;
 use tessera_client::Method;
 
-use crate::helpers::{spawn, spawn_with, Backend, TestApp};
+use crate::support::server::{spawn, spawn_with, Backend, TestApp};
 
 on_both!(scraping_metrics_shows_request_series_and_histograms_move_without_ids_as_labels);
 

@@ -3,34 +3,16 @@
 use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
-use crate::helpers::{assert_error, detail_fields, Backend, TestApp, TestKey};
-use crate::payments::{drain, spawn_paid_with, PayApp};
-use crate::ticket_types::send;
-use crate::tickets::{code_of, issued, issued_with_answers};
+use crate::support::client::{assert_error, detail_fields, send};
+use crate::support::mail::spawn_mailing;
+use crate::support::payments::PayApp;
+use crate::support::server::{drain, Backend, TestApp, TestKey};
+use crate::support::tickets::{code_of, issued, issued_with_answers};
 
 const REQUEST: &str = "/api/white-label/v1/my-tickets/request-otp";
 const VERIFY: &str = "/api/white-label/v1/my-tickets/verify-otp";
 const LIST: &str = "/api/white-label/v1/my-tickets/list";
 const QR: &str = "/api/white-label/v1/my-tickets/qr";
-
-/// A server whose demo-style account sends e-mail to the sandbox's SMTP sink.
-pub(crate) async fn spawn_mailing(b: Backend) -> PayApp {
-    let p = spawn_paid_with(b, |c| c.security.allow_private_endpoints = true).await;
-    point_mail_at_sandbox(&p, &p.account.private).await;
-    p
-}
-
-pub(crate) async fn point_mail_at_sandbox(p: &PayApp, key: &TestKey) {
-    let smtp = p.sandbox.smtp_addr().expect("smtp sink");
-    let config = json!({
-        "email": {"smtpHost": smtp.ip().to_string(), "smtpPort": smtp.port(), "fromAddress": "tickets@example.com", "fromName": "Akwaaba Events"},
-        "sms": {"baseUrl": p.sandbox.sms_url(), "apiKey": "sms_test_key_123", "senderId": "Akwaaba"},
-    });
-    let (s, b) = p
-        .signed_as(key, Method::PATCH, "/api/white-label/v1/settings/notifications", Some(json!({"config": config})))
-        .await;
-    assert_eq!(s, 200, "{b}");
-}
 
 async fn post(app: &TestApp, key: &TestKey, path: &str, body: Value) -> RawResponse {
     send(app, key, Method::POST, path, Some(body)).await
@@ -255,7 +237,13 @@ async fn passcodes_session_tokens_and_qr_tokens_never_reach_the_audit_log(b: Bac
     let r = post(&p, &p.account.private, LIST, json!({"sessionToken": token})).await;
     let qr = r.json()["data"][0]["qrToken"].as_str().expect("qr").to_string();
     let code_ticket = r.json()["data"][0]["ticketCode"].as_str().expect("code").to_string();
-    post(&p, &p.account.private, crate::tickets::VERIFY, json!({"ticketCode": code_ticket, "autoVerify": true})).await;
+    post(
+        &p,
+        &p.account.private,
+        crate::support::tickets::VERIFY,
+        json!({"ticketCode": code_ticket, "autoVerify": true}),
+    )
+    .await;
     let out = p.cli(&["admin", "audit", "list", "--account", &p.account.slug, "--json"]);
     let log = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(log.contains("ticket.checked_in"), "the audit list runs and shows the check-in: {log}");
@@ -308,13 +296,13 @@ async fn a_holder_is_matched_whatever_the_case_of_her_address(b: Backend) {
     // D17.10: the buyer gave `Ama@Example.com`; she asks as `ama@example.com` and as `AMA@EXAMPLE.COM`.
     let p = spawn_mailing(b).await;
     let key = &p.account.private;
-    let c = crate::payments::running_campaign(&p, key, "ticketing").await;
-    let t = crate::payments::ticket_type(&p, key, &c, 0.0, 10).await;
+    let c = crate::support::catalogue::running_campaign(&p, key, "ticketing").await;
+    let t = crate::support::catalogue::ticket_type(&p, key, &c, 0.0, 10).await;
     let body = json!({
         "campaign_id": c, "ticket_id": t, "email": "Ama@Example.com", "quantity": 1,
         "full_name": "Ama Mensah", "callbackUrl": format!("https://{}/thanks", p.account.domain),
     });
-    let r = send(&p, key, Method::POST, crate::payments::INITIALIZE, Some(body)).await;
+    let r = send(&p, key, Method::POST, crate::support::payments::INITIALIZE, Some(body)).await;
     assert_eq!(r.status, 200, "{}", r.json());
     let bought = r.json()["data"]["tickets"][0].clone();
     let challenge = request(&p, &c, "ama@example.com").await;

@@ -6,11 +6,11 @@ use tessera_client::Method;
 use tessera_server::domain::time::now_ms;
 use tessera_server::workers;
 
-use crate::helpers::{assert_error, detail_fields, Backend};
-use crate::my_tickets::point_mail_at_sandbox;
-use crate::payments::{drain, spawn_paid_with, PayApp};
-use crate::ticket_types::send;
-use crate::tickets::{code_of, issued};
+use crate::support::client::{assert_error, detail_fields, send, StatusCode};
+use crate::support::mail::point_mail_at_sandbox;
+use crate::support::payments::{spawn_paid_with, PayApp};
+use crate::support::server::{drain, Backend};
+use crate::support::tickets::{code_of, issued};
 
 const NOTIFICATIONS: &str = "/api/white-label/v1/notifications";
 
@@ -31,21 +31,13 @@ async fn create(p: &PayApp, body: Value) -> Value {
 }
 
 async fn show(p: &PayApp, id: &str) -> Value {
-    let (s, b) = p.signed(Method::GET, &format!("{NOTIFICATIONS}/{id}"), None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = p.api().get(&format!("{NOTIFICATIONS}/{id}"), StatusCode::OK).await;
     b["data"].clone()
 }
 
 async fn an_email_is_queued_then_sent_over_smtp_in_the_accounts_branding(b: Backend) {
     let p = spawn(b, 1.0).await;
-    let (s, body) = p
-        .signed(
-            Method::PATCH,
-            "/api/white-label/v1/settings/branding",
-            Some(json!({"config": {"platformName": "Akwaaba Events", "primaryColor": "#0a7d33", "supportEmail": "help@akwaaba.example"}})),
-        )
-        .await;
-    assert_eq!(s, 200, "{body}");
+    let _: Value = p.api().patch("/api/white-label/v1/settings/branding", &json!({"config": {"platformName": "Akwaaba Events", "primaryColor": "#0a7d33", "supportEmail": "help@akwaaba.example"}}), StatusCode::OK).await;
     let d = create(
         &p,
         json!({"channel": "email", "eventType": "event.reminder", "recipient": "ama@example.com", "subject": "Doors open at 6",
@@ -87,8 +79,7 @@ async fn a_ticket_confirmation_carries_every_ticket_code_and_its_qr(b: Backend) 
         assert!(text.contains(&code_of(t)) && html.contains(&code_of(t)), "every code in both parts");
     }
     assert_qr_parts(m, &tickets);
-    let (s, list) = p.signed(Method::GET, &format!("{NOTIFICATIONS}?status=sent&channel=email"), None).await;
-    assert_eq!(s, 200, "{list}");
+    let list: Value = p.api().get(&format!("{NOTIFICATIONS}?status=sent&channel=email"), StatusCode::OK).await;
     assert_eq!(list["data"][0]["eventType"], "ticket.purchase.confirmed");
     assert_eq!(list["pagination"]["total"], 1);
 }
@@ -122,14 +113,14 @@ fn assert_qr_parts(m: &Value, tickets: &[Value]) {
 /// Points the account's e-mail at a port nothing listens on: every attempt fails.
 async fn relay_down(p: &PayApp) {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let (s, body) = p
-        .signed(
-            Method::PATCH,
+    let _: Value = p
+        .api()
+        .patch(
             "/api/white-label/v1/settings/notifications",
-            Some(json!({"config": {"email": {"smtpHost": "127.0.0.1", "smtpPort": closed}}})),
+            &json!({"config": {"email": {"smtpHost": "127.0.0.1", "smtpPort": closed}}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{body}");
 }
 
 /// The `tessera_qr_images_rendered_total` counter of `GET /metrics`.
@@ -248,8 +239,7 @@ async fn each_notification_rule_is_a_400_naming_its_field(b: Backend) {
         got.sort();
         assert_eq!(got, fields, "{body}");
     }
-    let (s, b) = p.signed(Method::GET, &format!("{NOTIFICATIONS}?status=lost"), None).await;
-    assert_eq!(s, 400, "{b}");
+    let _: Value = p.api().get(&format!("{NOTIFICATIONS}?status=lost"), StatusCode::BAD_REQUEST).await;
 }
 
 async fn notifications_need_their_scope_and_stay_in_their_account(b: Backend) {
@@ -279,14 +269,14 @@ async fn notifications_need_their_scope_and_stay_in_their_account(b: Backend) {
 
 async fn a_campaign_status_change_notifies_the_organizer(b: Backend) {
     let p = spawn(b, 1.0).await;
-    let (s, body) = p
-        .signed(
-            Method::PATCH,
+    let _: Value = p
+        .api()
+        .patch(
             "/api/white-label/v1/settings/notifications",
-            Some(json!({"config": {"organizerEmail": "boss@example.com"}})),
+            &json!({"config": {"organizerEmail": "boss@example.com"}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{body}");
     let (c, _) = issued(&p, &p.account, 1).await;
     drain(&p).await;
     let (s, body) = p

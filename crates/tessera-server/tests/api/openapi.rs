@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 use tessera_client::Method;
 
-use crate::helpers::{assert_error, raw, spawn, Backend, TestApp};
+use crate::support::client::{assert_error, raw};
+use crate::support::server::{spawn, Backend, TestApp};
 
 const DOC: &str = "/api/white-label/v1/openapi.json";
 const V1: &str = "/api/white-label/v1";

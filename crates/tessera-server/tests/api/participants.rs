@@ -2,10 +2,9 @@
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::helpers::{assert_error, spawn, Backend, TestApp};
-use crate::ticket_types::{
-    assert_invalid, create_campaign, create_campaign_as, key_with, names, send, send_default, strings, with,
-};
+use crate::support::catalogue::{create_campaign, create_campaign_as};
+use crate::support::client::{assert_error, assert_invalid, names, send, send_default, strings, with, StatusCode};
+use crate::support::server::{key_with, spawn, Backend, TestApp};
 
 const PARTICIPANTS: &str = "/api/white-label/v1/participants";
 
@@ -196,15 +195,10 @@ async fn the_participant_list_rejects_bad_filters_and_foreign_campaigns(b: Backe
     assert_invalid(&r, &["sort"]);
     let other = app.new_account("other").await;
     let theirs = create_campaign_as(&app, &other.private, "voting", "approved").await;
-    let (s, b) = app
-        .signed_as(
-            &other.private,
-            Method::POST,
-            PARTICIPANTS,
-            Some(json!({"campaignId": theirs, "name": "Their nominee"})),
-        )
+    let _: Value = app
+        .api_as(&other.private)
+        .post(PARTICIPANTS, &json!({"campaignId": theirs, "name": "Their nominee"}), StatusCode::CREATED)
         .await;
-    assert_eq!(s, 201, "{b}");
     let r = send_default(&app, Method::GET, &format!("{PARTICIPANTS}?campaignId={theirs}"), None).await;
     assert_error(&r, 404, "not_found");
     let r = send_default(&app, Method::GET, &format!("{PARTICIPANTS}?campaignId=nope"), None).await;
@@ -218,10 +212,10 @@ async fn participants_of_another_account_never_appear(b: Backend) {
     let other = app.new_account("other").await;
     let theirs = create_campaign_as(&app, &other.private, "voting", "approved").await;
     for name in ["Theirs Mensah", "Theirs Two"] {
-        let (s, b) = app
-            .signed_as(&other.private, Method::POST, PARTICIPANTS, Some(json!({"campaignId": theirs, "name": name})))
+        let _: Value = app
+            .api_as(&other.private)
+            .post(PARTICIPANTS, &json!({"campaignId": theirs, "name": name}), StatusCode::CREATED)
             .await;
-        assert_eq!(s, 201, "{b}");
     }
     for query in ["", "?search=mensah", "?status=active", "?search=theirs"] {
         let listed = list(&app, query).await;
@@ -265,7 +259,7 @@ async fn a_participant_patch_changes_only_the_fields_given(b: Backend) {
     assert_eq!(r.json()["data"]["name"], "Ama K. Mensah");
     // The new name is searchable.
     assert_eq!(names(&list(&app, "?search=k.%20mensah").await["data"]), strings(&["Ama K. Mensah"]));
-    let entries = crate::ticket_types::audit_actions(&app, id);
+    let entries = crate::support::server::audit_actions(&app, id);
     let actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().unwrap_or("")).collect();
     assert_eq!(actions, ["participant.status_changed", "participant.updated", "participant.created"]);
     assert_eq!(entries[0]["summary"]["after"]["status"], "eliminated", "{}", entries[0]);
@@ -299,10 +293,10 @@ async fn a_participant_patch_of_another_account_a_bad_id_or_without_campaigns_wr
     let app = spawn(b).await;
     let other = app.new_account("other").await;
     let theirs_c = create_campaign_as(&app, &other.private, "voting", "draft").await;
-    let (s, t) = app
-        .signed_as(&other.private, Method::POST, PARTICIPANTS, Some(json!({"campaignId": theirs_c, "name": "Theirs"})))
+    let t: Value = app
+        .api_as(&other.private)
+        .post(PARTICIPANTS, &json!({"campaignId": theirs_c, "name": "Theirs"}), StatusCode::CREATED)
         .await;
-    assert_eq!(s, 201, "{t}");
     let theirs = t["data"]["id"].as_str().expect("id").to_string();
     for id in [theirs.as_str(), "not-a-uuid", &uuid::Uuid::now_v7().to_string()] {
         let r = send_default(&app, Method::PATCH, &participant_path(id), Some(json!({"status": "hidden"}))).await;
@@ -316,7 +310,8 @@ async fn a_participant_patch_of_another_account_a_bad_id_or_without_campaigns_wr
 }
 
 async fn hidden_or_eliminated_participants_take_no_votes(b: Backend) {
-    use crate::payments::{initialize, participant, running_campaign, spawn_paid};
+    use crate::support::catalogue::{participant, running_campaign};
+    use crate::support::payments::{initialize, spawn_paid};
     let p = spawn_paid(b).await;
     let c = running_campaign(&p, &p.account.private, "voting").await;
     let nominee = participant(&p, &p.account.private, &c).await;

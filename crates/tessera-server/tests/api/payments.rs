@@ -1,150 +1,21 @@
 //! Integration tests: payments end to end (spec "POST payments/initialize", payments/verify;
 //! D5, D6, D11, D12, D16.1–8) through the real server and the real sandbox on loopback.
 //! Background workers are off here; each test drains the queues itself (no sleeps).
-use std::ops::Deref;
 
 use serde_json::{json, Value};
-use tessera_client::{Method, RawResponse};
-use tessera_server::sandbox::{Sandbox, SandboxHandle, SandboxOptions};
-use tessera_server::workers;
+use tessera_client::Method;
 
-use crate::helpers::{assert_error, detail_fields, spawn_with, Backend, TestApp, TestKey};
-use crate::ticket_types::send;
-
-pub(crate) const INITIALIZE: &str = "/api/white-label/v1/payments/initialize";
-pub(crate) const VERIFY: &str = "/api/white-label/v1/payments/verify";
-pub(crate) const PAYMENTS: &str = "/api/white-label/v1/payments";
-pub(crate) const BALANCE: &str = "/api/white-label/v1/balance";
-pub(crate) const LEDGER: &str = "/api/white-label/v1/ledger";
-
-/// The platform's shared test secrets (config `[providers.*] secret_key`).
-pub(crate) fn platform_secret(provider: &str) -> String {
-    format!("sk_test_platform_{provider}")
-}
-
-/// A server whose providers are the sandbox, and the sandbox, sending webhooks to the server.
-pub(crate) struct PayApp {
-    pub app: TestApp,
-    pub sandbox: SandboxHandle,
-}
-
-impl Deref for PayApp {
-    type Target = TestApp;
-    fn deref(&self) -> &TestApp {
-        &self.app
-    }
-}
-
-pub(crate) async fn spawn_paid(b: Backend) -> PayApp {
-    spawn_paid_with(b, |_| {}).await
-}
-
-/// A sandbox on free loopback ports, its SMTP sink included.
-pub(crate) async fn start_sandbox() -> SandboxHandle {
-    Sandbox::start(SandboxOptions {
-        listen: "127.0.0.1:0".parse().expect("addr"),
-        smtp_listen: Some("127.0.0.1:0".parse().expect("addr")),
-        notify_url: None,
-    })
-    .await
-    .expect("sandbox")
-}
-
-pub(crate) async fn spawn_paid_with(b: Backend, tweak: impl FnOnce(&mut tessera_server::config::Config)) -> PayApp {
-    let sandbox = start_sandbox().await;
-    let urls: Vec<String> =
-        ["provider_a", "provider_b", "provider_c"].iter().map(|p| sandbox.provider_url(p)).collect();
-    let app = spawn_with(b, |c| {
-        // Mail goes to the sandbox's sink over STARTTLS, its CA trusted as an operator would (D17.7).
-        let ca = sandbox.write_ca_pem(&c.data_dir).expect("sandbox-ca.pem");
-        c.security.extra_ca_file = ca.display().to_string();
-        for (name, url) in ["provider_a", "provider_b", "provider_c"].into_iter().zip(&urls) {
-            let shared = c.providers.get_mut(name).expect("every provider has a [providers.*] entry");
-            shared.base_url = url.clone();
-            shared.secret_key = platform_secret(name).into();
-        }
-        c.security.rate_limit_per_account = 0;
-        c.security.rate_limit_per_ip = 0;
-        c.workers.enabled = false;
-        c.payments.verify_interval_seconds = 0.001;
-        tweak(c);
-    })
-    .await;
-    sandbox.set_notify_url(app.base_url.clone());
-    PayApp { app, sandbox }
-}
-
-/// An approved campaign of `kind` running now (voting: vote price 2 GHS).
-pub(crate) async fn running_campaign(app: &TestApp, key: &TestKey, kind: &str) -> String {
-    let now = time::OffsetDateTime::now_utc();
-    let fmt = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).expect("rfc3339");
-    let mut body = json!({
-        "title": format!("Live {kind} {}", uuid_like()),
-        "description": "A campaign that is running now.",
-        "campaign_type": kind,
-        "start_date": fmt(now - time::Duration::days(1)),
-        "end_date": fmt(now + time::Duration::days(30)),
-        "status": "approved",
-    });
-    if kind == "voting" {
-        body["vote_price"] = json!(2);
-    }
-    let (s, b) = app.signed_as(key, Method::POST, "/api/white-label/v1/campaigns", Some(body)).await;
-    assert_eq!(s, 201, "{b}");
-    b["data"]["id"].as_str().expect("id").to_string()
-}
-
-fn uuid_like() -> String {
-    uuid::Uuid::now_v7().simple().to_string()
-}
-
-/// A ticket type of `campaign` at `price` GHS with `quantity` seats.
-pub(crate) async fn ticket_type(app: &TestApp, key: &TestKey, campaign: &str, price: f64, quantity: i64) -> String {
-    let body = json!({"campaignId": campaign, "name": "General", "price": price, "quantity_available": quantity, "max_per_person": 10});
-    let (s, b) = app.signed_as(key, Method::POST, "/api/white-label/v1/ticket-types", Some(body)).await;
-    assert_eq!(s, 201, "{b}");
-    b["data"]["id"].as_str().expect("id").to_string()
-}
-
-/// A ticket type of `campaign` at `price` GHS (10 seats) asking each attendee's company
-/// (required), work e-mail (required, an address) and diet (optional) (D17.12).
-pub(crate) async fn answered_ticket_type(app: &TestApp, key: &TestKey, campaign: &str, price: f64) -> String {
-    let body = json!({"campaignId": campaign, "name": "Conference", "price": price, "quantity_available": 10,
-    "max_per_person": 10, "required_attendee_fields": [
-        {"key": "company", "label": "Company", "type": "text", "required": true},
-        {"key": "work_email", "label": "Work e-mail", "type": "email", "required": true},
-        {"key": "diet", "label": "Diet", "type": "text", "required": false},
-    ]});
-    let (s, b) = app.signed_as(key, Method::POST, "/api/white-label/v1/ticket-types", Some(body)).await;
-    assert_eq!(s, 201, "{b}");
-    b["data"]["id"].as_str().expect("id").to_string()
-}
-
-/// Two attendees for an [`answered_ticket_type`]: the first is the buyer, the second has their
-/// own name and e-mail.
-pub(crate) fn two_attendees() -> Value {
-    json!([
-        {"answers": {"company": "Acme", "work_email": "ama@ACME.example", "diet": "vegan"}},
-        {"full_name": "Kofi Boateng", "email": "kofi@example.com",
-         "answers": {"company": "Beta Ltd", "work_email": "kofi@beta.example"}},
-    ])
-}
-
-/// The tickets of a purchase with [`two_attendees`] show each attendee and their answers.
-pub(crate) fn assert_two_attendees(tickets: &Value) {
-    let tickets = tickets.as_array().expect("tickets");
-    assert_eq!(tickets.len(), 2, "{tickets:?}");
-    assert_eq!(
-        tickets[0]["attendee"],
-        json!({"full_name": "Ama Mensah", "email": "buyer@example.com",
-               "answers": {"company": "Acme", "work_email": "ama@acme.example", "diet": "vegan"}})
-    );
-    assert_eq!(
-        tickets[1]["attendee"],
-        json!({"full_name": "Kofi Boateng", "email": "kofi@example.com",
-               "answers": {"company": "Beta Ltd", "work_email": "kofi@beta.example"}})
-    );
-}
+use crate::support::callbacks::{post_callback, signed_event};
+use crate::support::catalogue::{
+    answered_ticket_type, assert_two_attendees, participant, running_campaign, ticket_type, two_attendees,
+};
+use crate::support::client::{assert_error, detail_fields, send, StatusCode};
+use crate::support::ledger::assert_ledger_clean;
+use crate::support::payments::{
+    buy, checkout_body, customer_pays_fees, initialize, payment, platform_secret, sandbox_settle, spawn_paid,
+    spawn_paid_with, BALANCE, INITIALIZE, LEDGER, PAYMENTS, VERIFY,
+};
+use crate::support::server::{drain, Backend, TestApp};
 
 /// A Form 2 ticket body for `quantity` tickets at 10 GHS with `metadata.attendees`.
 fn routed_ticket_body(app: &TestApp, campaign: &str, ticket: &str, quantity: i64, attendees: Value) -> Value {
@@ -152,83 +23,6 @@ fn routed_ticket_body(app: &TestApp, campaign: &str, ticket: &str, quantity: i64
            "phoneNumber": "0241234567", "callbackUrl": format!("https://{}/thanks", app.account.domain),
            "metadata": {"campaignId": campaign, "ticketTypeId": ticket, "quantity": quantity,
                         "full_name": "Ama Mensah", "attendees": attendees}})
-}
-
-pub(crate) async fn participant(app: &TestApp, key: &TestKey, campaign: &str) -> String {
-    let body = json!({"campaignId": campaign, "name": "Nominee One"});
-    let (s, b) = app.signed_as(key, Method::POST, "/api/white-label/v1/participants", Some(body)).await;
-    assert_eq!(s, 201, "{b}");
-    b["data"]["id"].as_str().expect("id").to_string()
-}
-
-/// A Form 1 body.
-pub(crate) fn checkout_body(app: &TestApp, campaign: &str, ticket: &str, quantity: i64) -> Value {
-    json!({
-        "campaign_id": campaign, "ticket_id": ticket, "email": "buyer@example.com", "quantity": quantity,
-        "full_name": "Ama Mensah", "callbackUrl": format!("https://{}/thanks", app.account.domain),
-    })
-}
-
-pub(crate) async fn initialize(app: &TestApp, body: Value) -> RawResponse {
-    send(app, &app.account.private, Method::POST, INITIALIZE, Some(body)).await
-}
-
-/// Initializes a Form 1 purchase and returns its data.
-pub(crate) async fn buy(app: &TestApp, campaign: &str, ticket: &str, quantity: i64) -> Value {
-    let r = initialize(app, checkout_body(app, campaign, ticket, quantity)).await;
-    assert_eq!(r.status, 200, "{}", r.json());
-    r.json()["data"].clone()
-}
-
-/// Settles a sandbox charge through the control API, as an integrator's script would.
-pub(crate) async fn sandbox_settle(p: &PayApp, reference: &str, outcome: &str, body: Value) -> Value {
-    let url = format!("{}/sandbox/charges/{reference}/{outcome}", p.sandbox.base_url());
-    let r = p.http.post(url).json(&body).send().await.expect("sandbox");
-    assert_eq!(r.status().as_u16(), 200, "sandbox {outcome}");
-    r.json().await.expect("json")
-}
-
-pub(crate) async fn payment(app: &TestApp, reference: &str) -> Value {
-    let (s, b) = app.signed(Method::GET, &format!("{PAYMENTS}/{reference}"), None).await;
-    assert_eq!(s, 200, "{b}");
-    b["data"].clone()
-}
-
-pub(crate) async fn drain(app: &TestApp) {
-    workers::drain(&app.state).await.expect("drain");
-}
-
-/// `tessera admin ledger check --json` through the real binary: exits 0 and reports ok.
-pub(crate) fn assert_ledger_clean(app: &TestApp) {
-    let out = app.cli(&["admin", "ledger", "check", "--json"]);
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    assert!(out.status.success(), "ledger check failed: {report} {}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(report["ok"], true, "{report}");
-}
-
-/// The raw body and signature a provider would send for an event.
-pub(crate) fn signed_event(provider: &str, secret: &str, event: Value) -> (Vec<u8>, String) {
-    use hmac::Mac;
-    let body = serde_json::to_vec(&event).expect("json");
-    let sig = if provider == "provider_a" {
-        let mut m = hmac::Hmac::<sha2::Sha512>::new_from_slice(secret.as_bytes()).expect("key");
-        m.update(&body);
-        hex::encode(m.finalize().into_bytes())
-    } else {
-        let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("key");
-        m.update(&body);
-        hex::encode(m.finalize().into_bytes())
-    };
-    (body, sig)
-}
-
-pub(crate) async fn post_webhook(app: &TestApp, provider: &str, body: Vec<u8>, signature: Option<&str>) -> RawResponse {
-    let mut req = app.http.post(app.url(&format!("/api/white-label/webhooks/{provider}"))).body(body);
-    req = req.header("content-type", "application/json");
-    if let Some(s) = signature {
-        req = req.header(format!("x-{provider}-signature"), s);
-    }
-    crate::helpers::raw(req.send().await.expect("send")).await
 }
 
 async fn remaining(app: &TestApp, ticket: &str) -> i64 {
@@ -274,7 +68,7 @@ async fn a_paid_charge_is_confirmed_credited_and_fulfilled_once(b: Backend) {
     let data = buy(&p, &c, &t, 2).await;
     let reference = data["reference"].as_str().expect("reference").to_string();
     sandbox_settle(&p, &reference, "succeed", json!({})).await;
-    // The webhook reached the server and was stored; nothing is fulfilled before the worker runs.
+    // The callback reached the server and was stored; nothing is fulfilled before the worker runs.
     assert_eq!(p.store.webhook_count(&reference).await.expect("count"), 1);
     assert_eq!(payment(&p, &reference).await["status"], "pending");
     drain(&p).await;
@@ -299,8 +93,7 @@ async fn a_paid_charge_is_confirmed_credited_and_fulfilled_once(b: Backend) {
     assert_ne!(tickets[0]["ticketCode"], tickets[1]["ticketCode"]);
     assert_eq!(remaining(&p, &t).await, 8);
     // Ledger and balance: a charge entry of 51 GHS, available at once (no settlement delay).
-    let (s, bal) = p.signed(Method::GET, BALANCE, None).await;
-    assert_eq!(s, 200, "{bal}");
+    let bal: Value = p.api().get(BALANCE, StatusCode::OK).await;
     assert_eq!(bal["data"], json!({"available": 51, "pending": 0, "held": 0, "currency": "GHS"}));
     let (s, ledger) = p.signed(Method::GET, LEDGER, None).await;
     assert_eq!(s, 200);
@@ -322,14 +115,7 @@ async fn a_paid_charge_is_confirmed_credited_and_fulfilled_once(b: Backend) {
 
 async fn fees_follow_the_accounts_rule_and_its_bearer(b: Backend) {
     let p = spawn_paid(b).await;
-    let (s, body) = p
-        .signed(
-            Method::PATCH,
-            "/api/white-label/v1/settings/payments",
-            Some(json!({"config": {"feePercent": 2.5, "feeFixed": 0.5, "feeBearer": "customer"}})),
-        )
-        .await;
-    assert_eq!(s, 200, "{body}");
+    customer_pays_fees(&p).await;
     let c = running_campaign(&p, &p.account.private, "ticketing").await;
     let t = ticket_type(&p, &p.account.private, &c, 100.0, 10).await;
     let data = buy(&p, &c, &t, 1).await;
@@ -657,19 +443,18 @@ async fn each_bad_attendee_input_is_a_400_naming_its_field_and_writes_nothing(b:
     // Nothing was written: no transaction, no hold, no ticket.
     assert_eq!(remaining(&p, &t).await, 10);
     assert_eq!(remaining(&p, &free).await, 10);
-    let (s, list) = p.signed(Method::GET, PAYMENTS, None).await;
-    assert_eq!(s, 200, "{list}");
+    let list: Value = p.api().get(PAYMENTS, StatusCode::OK).await;
     assert_eq!(list["pagination"]["total"], 0, "{list}");
     assert!(p.sandbox.webhooks().is_empty());
 }
 
 async fn campaigns_that_are_not_open_refuse_payments(b: Backend) {
     let p = spawn_paid(b).await;
-    let draft = crate::ticket_types::create_campaign(&p, "ticketing", "draft").await;
+    let draft = crate::support::catalogue::create_campaign(&p, "ticketing", "draft").await;
     let t = ticket_type(&p, &p.account.private, &draft, 10.0, 10).await;
     assert_error(&initialize(&p, checkout_body(&p, &draft, &t, 1)).await, 409, "conflict");
     // Approved but in the future (2030).
-    let later = crate::ticket_types::create_campaign(&p, "ticketing", "approved").await;
+    let later = crate::support::catalogue::create_campaign(&p, "ticketing", "approved").await;
     let t2 = ticket_type(&p, &p.account.private, &later, 10.0, 10).await;
     assert_error(&initialize(&p, checkout_body(&p, &later, &t2, 1)).await, 409, "conflict");
     // A ticket type of another campaign, and unknown ids: 404.
@@ -734,8 +519,7 @@ async fn the_payment_list_filters_and_pages(b: Backend) {
         buy(&p, &c, &t, 1).await;
     }
     buy(&p, &c, &free, 1).await;
-    let (s, all) = p.signed(Method::GET, &format!("{PAYMENTS}?limit=2"), None).await;
-    assert_eq!(s, 200, "{all}");
+    let all: Value = p.api().get(&format!("{PAYMENTS}?limit=2"), StatusCode::OK).await;
     assert_eq!(all["pagination"], json!({"page": 1, "limit": 2, "total": 4, "hasMore": true}));
     let (_, ok) = p.signed(Method::GET, &format!("{PAYMENTS}?status=success&type=ticket&campaignId={c}"), None).await;
     assert_eq!(ok["pagination"]["total"], 1, "{ok}");
@@ -765,7 +549,7 @@ async fn a_provider_outage_falls_back_and_none_reachable_reserves_nothing(b: Bac
     assert_eq!(data["provider"], "provider_b", "{data}");
     let reference = data["reference"].as_str().expect("reference").to_string();
     assert!(p.sandbox.charge(&reference).is_some());
-    // provider_b's webhook (HMAC-SHA256) confirms it.
+    // provider_b's callback (HMAC-SHA256) confirms it.
     sandbox_settle(&p, &reference, "succeed", json!({})).await;
     drain(&p).await;
     assert_eq!(payment(&p, &reference).await["status"], "success");
@@ -795,7 +579,7 @@ async fn an_account_without_a_configured_provider_gets_502(b: Backend) {
     assert_eq!(remaining(&p, &t).await, 10);
 }
 
-async fn an_accounts_own_provider_credentials_are_used_and_sign_its_webhooks(b: Backend) {
+async fn an_accounts_own_provider_credentials_are_used_and_sign_its_callbacks(b: Backend) {
     let p = spawn_paid_with(b, |c| c.security.allow_private_endpoints = true).await;
     let own = p.sandbox.provider_url("provider_c");
     let (s, body) = p
@@ -824,7 +608,7 @@ async fn an_accounts_own_provider_credentials_are_used_and_sign_its_webhooks(b: 
         "sk_wrong",
         json!({"event": "charge.success", "data": {"id": "x", "reference": reference}}),
     );
-    assert_error(&post_webhook(&p, "provider_c", body, Some(&sig)).await, 401, "invalid_signature");
+    assert_error(&post_callback(&p, "provider_c", body, Some(&sig)).await, 401, "invalid_signature");
 }
 
 async fn a_failed_charge_releases_its_seats(b: Backend) {
@@ -844,7 +628,7 @@ async fn a_failed_charge_releases_its_seats(b: Backend) {
         &platform_secret("provider_a"),
         json!({"event": "charge.success", "data": {"id": 999_999, "reference": reference, "status": "success", "amount": 2000}}),
     );
-    assert_eq!(post_webhook(&p, "provider_a", body, Some(&sig)).await.status, 200);
+    assert_eq!(post_callback(&p, "provider_a", body, Some(&sig)).await.status, 200);
     drain(&p).await;
     assert_eq!(payment(&p, &reference).await["status"], "failed");
     assert_ledger_clean(&p);
@@ -862,7 +646,7 @@ async fn out_of_order_events_never_undo_a_success(b: Backend) {
         &platform_secret("provider_a"),
         json!({"event": "charge.failed", "data": {"id": 1, "reference": reference, "status": "failed"}}),
     );
-    let r = post_webhook(&p, "provider_a", body, Some(&sig)).await;
+    let r = post_callback(&p, "provider_a", body, Some(&sig)).await;
     assert_eq!(r.status, 200, "a charge.failed after a charge.success is a new event, stored");
     drain(&p).await;
     let paid = payment(&p, &reference).await;
@@ -892,13 +676,13 @@ async fn a_mismatched_amount_is_flagged_and_never_credited(b: Backend) {
     assert_ledger_clean(&p);
 }
 
-async fn the_polling_path_confirms_a_charge_whose_webhook_never_comes(b: Backend) {
+async fn the_polling_path_confirms_a_charge_whose_callback_never_comes(b: Backend) {
     let p = spawn_paid(b).await;
     let c = running_campaign(&p, &p.account.private, "ticketing").await;
     let t = ticket_type(&p, &p.account.private, &c, 10.0, 5).await;
     let reference = buy(&p, &c, &t, 1).await["reference"].as_str().expect("reference").to_string();
     sandbox_settle(&p, &reference, "succeed", json!({"deliver": false})).await;
-    assert!(p.sandbox.webhooks().is_empty(), "no webhook was sent");
+    assert!(p.sandbox.webhooks().is_empty(), "no callback was sent");
     assert_eq!(p.store.webhook_count(&reference).await.expect("count"), 0);
     // The verify interval is 1 ms in these tests: the poll is due at once.
     tokio::task::yield_now().await;
@@ -1046,11 +830,11 @@ on_both!(
     the_payment_list_filters_and_pages,
     a_provider_outage_falls_back_and_none_reachable_reserves_nothing,
     an_account_without_a_configured_provider_gets_502,
-    an_accounts_own_provider_credentials_are_used_and_sign_its_webhooks,
+    an_accounts_own_provider_credentials_are_used_and_sign_its_callbacks,
     a_failed_charge_releases_its_seats,
     out_of_order_events_never_undo_a_success,
     a_mismatched_amount_is_flagged_and_never_credited,
-    the_polling_path_confirms_a_charge_whose_webhook_never_comes,
+    the_polling_path_confirms_a_charge_whose_callback_never_comes,
     an_expired_hold_is_abandoned_and_released_and_a_late_payment_is_still_credited,
     a_late_payment_with_seats_left_is_fulfilled,
     settlement_delay_keeps_new_money_pending,

@@ -3,109 +3,16 @@
 //! console routes are in portal_console.rs.
 use serde_json::{json, Value};
 use tessera_client::portal::PortalClient;
-use tessera_client::{Method, RawResponse};
-use tessera_server::cli::admin;
+use tessera_client::Method;
 
-use crate::helpers::{detail_fields, raw, Backend, TestAccount};
-use crate::my_tickets::spawn_mailing;
-use crate::payments::{drain, PayApp};
-
-pub(crate) const START: &str = "/api/white-label/portal/auth/otp/start";
-pub(crate) const VERIFY: &str = "/api/white-label/portal/auth/otp/verify";
-pub(crate) const LOGOUT: &str = "/api/white-label/portal/auth/logout";
-pub(crate) const CONSOLE: &str = "/api/white-label/portal/reseller";
-
-/// A portal request with an optional session token; the raw answer.
-pub(crate) async fn call(
-    p: &PayApp,
-    token: Option<&str>,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-) -> RawResponse {
-    let mut req = p.http.request(method, p.url(path));
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    raw(req.send().await.expect("send")).await
-}
-
-/// Asserts a portal error: status, code, `{success: false, error, code}` with no requestId, and
-/// the `x-request-id` header (D16.26).
-pub(crate) fn portal_error(r: &RawResponse, status: u16, code: &str) -> Value {
-    let body = r.json();
-    assert_eq!(r.status, status, "status; body: {body}");
-    assert_eq!(body["success"], false, "{body}");
-    assert_eq!(body["code"], code, "{body}");
-    assert!(body["error"].is_string(), "{body}");
-    assert!(body.get("requestId").is_none(), "portal errors carry no requestId: {body}");
-    assert!(r.headers.get("x-request-id").is_some(), "x-request-id header");
-    body
-}
-
-/// Asserts a portal success and returns its data.
-pub(crate) fn portal_ok(r: &RawResponse, status: u16) -> Value {
-    let body = r.json();
-    assert_eq!(r.status, status, "{body}");
-    assert_eq!(body["success"], true, "{body}");
-    assert!(body.get("requestId").is_none(), "portal answers carry no requestId: {body}");
-    assert!(r.headers.get("x-request-id").is_some(), "x-request-id header");
-    body["data"].clone()
-}
-
-/// The newest passcode mailed to `to` ("Your passcode is 123456."); addresses compared
-/// case-insensitively (D17.10).
-pub(crate) fn mailed_code(p: &PayApp, to: &str) -> Option<String> {
-    let to = to.to_lowercase();
-    p.sandbox.mail().into_iter().find(|m| m["to"].as_str().is_some_and(|t| t.to_lowercase().contains(&to))).and_then(
-        |m| {
-            let text = m["text"].as_str().unwrap_or_default().to_string();
-            let first = text.lines().next().unwrap_or_default().to_string();
-            first.rsplit_once(" is ").map(|(_, code)| code.trim_end_matches('.').to_string())
-        },
-    )
-}
-
-pub(crate) fn mails_to(p: &PayApp, to: &str) -> usize {
-    p.sandbox.mail().iter().filter(|m| m["to"].as_str().is_some_and(|t| t.contains(to))).count()
-}
-
-/// A sign-in challenge for `email`.
-pub(crate) async fn start(p: &PayApp, email: &str) -> String {
-    let r = call(p, None, Method::POST, START, Some(json!({"email": email}))).await;
-    portal_ok(&r, 200)["challengeId"].as_str().expect("challengeId").to_string()
-}
-
-/// Signs in with the passcode mailed to `email`; the session token.
-pub(crate) async fn sign_in(p: &PayApp, email: &str) -> String {
-    let challenge = start(p, email).await;
-    drain(p).await;
-    let code = mailed_code(p, email).expect("a passcode was mailed");
-    let r = call(p, None, Method::POST, VERIFY, Some(json!({"challengeId": challenge, "code": code}))).await;
-    portal_ok(&r, 200)["token"].as_str().expect("token").to_string()
-}
-
-/// A reseller on a fresh account whose mail goes to the sandbox: (account, owner e-mail).
-pub(crate) async fn reseller(p: &PayApp, account: &TestAccount, owner: &str) -> Value {
-    admin::reseller_create(&p.store, &account.slug, owner).await.expect("reseller create")
-}
-
-/// A mailing server with a reseller on its default account.
-pub(crate) async fn spawn_reseller(b: Backend) -> (PayApp, String) {
-    let p = spawn_mailing(b).await;
-    let owner = format!("owner-{}@reseller.example.com", uuid::Uuid::now_v7().simple());
-    reseller(&p, &p.account, &owner).await;
-    (p, owner)
-}
-
-/// A session for an existing user, as the operator mints it (in process).
-pub(crate) async fn mint(p: &PayApp, email: &str) -> String {
-    let v = admin::session_create(&p.store, &p.keyring, email).await.expect("session create");
-    v["token"].as_str().expect("token").to_string()
-}
+use crate::support::client::{detail_fields, raw};
+use crate::support::db::now_ms;
+use crate::support::mail::{mailed_code, mails_to, spawn_mailing};
+use crate::support::payments::PayApp;
+use crate::support::portal::{
+    call, mint, portal_error, portal_ok, reseller, sign_in, spawn_reseller, start, CONSOLE, LOGOUT, START, VERIFY,
+};
+use crate::support::server::{drain, Backend};
 
 async fn sql(p: &PayApp, statement: &str, binds: &[&str]) {
     sqlx::any::install_default_drivers();
@@ -255,7 +162,7 @@ async fn a_session_is_refused_on_version_1_routes_and_keys_on_portal_routes(b: B
     let (p, owner) = spawn_reseller(b).await;
     let token = mint(&p, &owner).await;
     let r = raw(p.http.get(p.url("/api/white-label/v1/context")).bearer_auth(&token).send().await.expect("send")).await;
-    crate::helpers::assert_error(&r, 401, "missing_auth");
+    crate::support::client::assert_error(&r, 401, "missing_auth");
     // A signed request (valid for v1) on a portal route.
     let client = p.client();
     let r = client.send_raw(Method::GET, CONSOLE, Vec::new(), None).await.expect("send");
@@ -272,10 +179,6 @@ async fn a_session_is_refused_on_version_1_routes_and_keys_on_portal_routes(b: B
         .expect("send"))
     .await;
     portal_error(&r, 401, "missing_auth");
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
 /// Passcodes and session tokens never reach the server log or the audit log: `tessera serve`
@@ -296,7 +199,7 @@ async fn passcodes_and_session_tokens_never_reach_the_server_log_or_the_audit_lo
     let dir = tempfile::tempdir().expect("tempdir");
     let db = match &b {
         Backend::Sqlite => None,
-        Backend::Postgres(_) => Some(crate::helpers::postgres_schema_url(&b).await),
+        Backend::Postgres(_) => Some(crate::support::server::postgres_schema_url(&b).await),
     };
     let tessera = || {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));

@@ -4,9 +4,12 @@
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::helpers::{detail_fields, Backend};
-use crate::payments::{buy, drain, running_campaign, sandbox_settle, ticket_type, PayApp};
-use crate::portal::{call, mailed_code, mint, portal_error, portal_ok, reseller, sign_in, spawn_reseller, CONSOLE};
+use crate::support::catalogue::{running_campaign, ticket_type};
+use crate::support::client::{detail_fields, StatusCode};
+use crate::support::mail::mailed_code;
+use crate::support::payments::{buy, sandbox_settle, PayApp};
+use crate::support::portal::{call, mint, portal_error, portal_ok, reseller, sign_in, spawn_reseller, CONSOLE};
+use crate::support::server::{drain, Backend};
 
 const PROFILE: &str = "/api/white-label/portal/reseller/profile";
 const MEMBERS: &str = "/api/white-label/portal/reseller/members";
@@ -357,27 +360,27 @@ async fn approval_requests_are_four_eyes_and_approval_applies_the_effect(b: Back
     assert_eq!(d["status"], "cancelled");
     portal_error(&decide(&p, &viewer, &mine, json!({"status": "cancelled"})).await, 409, "conflict");
     // A campaign request approves the campaign; an effect that cannot apply is 409 and stays pending.
-    let (s, c) = p
-        .signed(
-            Method::POST,
+    let c: Value = p
+        .api()
+        .post(
             "/api/white-label/v1/campaigns",
-            Some(json!({
+            &json!({
             "title": "Harvest Gala", "description": "A campaign waiting for approval.", "campaign_type": "donation",
-            "start_date": "2030-01-01T00:00:00Z", "end_date": "2030-02-01T00:00:00Z", "status": "pending_approval"})),
+            "start_date": "2030-01-01T00:00:00Z", "end_date": "2030-02-01T00:00:00Z", "status": "pending_approval"}),
+            StatusCode::CREATED,
         )
         .await;
-    assert_eq!(s, 201, "{c}");
     let campaign = c["data"]["id"].as_str().expect("id").to_string();
-    let (s, draft) = p
-        .signed(
-            Method::POST,
+    let draft: Value = p
+        .api()
+        .post(
             "/api/white-label/v1/campaigns",
-            Some(json!({
+            &json!({
             "title": "Draft Gala", "description": "A campaign still in draft.", "campaign_type": "donation",
-            "start_date": "2030-01-01T00:00:00Z", "end_date": "2030-02-01T00:00:00Z"})),
+            "start_date": "2030-01-01T00:00:00Z", "end_date": "2030-02-01T00:00:00Z"}),
+            StatusCode::CREATED,
         )
         .await;
-    assert_eq!(s, 201, "{draft}");
     let stuck =
         file(&p, &viewer, json!({"entityType": "campaign", "requestPayload": {"campaignId": draft["data"]["id"]}}))
             .await;
@@ -386,8 +389,7 @@ async fn approval_requests_are_four_eyes_and_approval_applies_the_effect(b: Back
     assert!(listed.as_array().expect("list").iter().any(|r| r["id"] == stuck.as_str()), "still pending: {listed}");
     let go = file(&p, &viewer, json!({"entityType": "campaign", "requestPayload": {"campaignId": campaign}})).await;
     portal_ok(&decide(&p, &manager, &go, json!({"status": "approved"})).await, 200);
-    let (s, shown) = p.signed(Method::GET, &format!("/api/white-label/v1/campaigns/{campaign}"), None).await;
-    assert_eq!(s, 200, "{shown}");
+    let shown: Value = p.api().get(&format!("/api/white-label/v1/campaigns/{campaign}"), StatusCode::OK).await;
     assert_eq!(shown["data"]["status"], "approved");
     // Listing: every field of D16.19, the status filter, and its validation.
     let all = portal_ok(&call(&p, Some(&viewer), Method::GET, APPROVALS, None).await, 200);
@@ -464,16 +466,17 @@ async fn an_approved_withdrawal_request_releases_the_withdrawal_through_the_port
     let reference = buy(&p, &c, &tt, 1).await["reference"].as_str().expect("reference").to_string();
     sandbox_settle(&p, &reference, "succeed", json!({})).await;
     drain(&p).await;
-    let key =
-        p.create_key(&p.account.slug, "private", None, crate::helpers::ALL_PRIVATE_SCOPES, &["withdrawals"]).await;
-    let (s, set) = p
-        .signed(
-            Method::PATCH,
+    let key = p
+        .create_key(&p.account.slug, "private", None, crate::support::server::ALL_PRIVATE_SCOPES, &["withdrawals"])
+        .await;
+    let _: Value = p
+        .api()
+        .patch(
             "/api/white-label/v1/settings/operations",
-            Some(json!({"config": {"withdrawalApprovalAbove": 50}})),
+            &json!({"config": {"withdrawalApprovalAbove": 50}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{set}");
     let mut extra = reqwest::header::HeaderMap::new();
     extra.insert("x-idempotency-key", "portal-payout-1".parse().expect("header"));
     let body = json!({"amount": 80, "bank_name": "MTN Mobile Money", "bank_code": "MTN", "account_number": "0241234567", "account_name": "Ama Mensah"});
@@ -508,8 +511,7 @@ async fn an_approved_withdrawal_request_releases_the_withdrawal_through_the_port
     let (_, finance) = member(&p, &t, json!({"roles": ["finance"]})).await;
     let d = portal_ok(&decide(&p, &finance, &id, json!({"status": "approved", "note": "ok"})).await, 200);
     assert_eq!(d["status"], "approved");
-    let (s, w) = p.signed_as(&key, Method::GET, &format!("/api/white-label/v1/withdrawals/{withdrawal}"), None).await;
-    assert_eq!(s, 200, "{w}");
+    let w: Value = p.api_as(&key).get(&format!("/api/white-label/v1/withdrawals/{withdrawal}"), StatusCode::OK).await;
     assert_eq!(w["data"]["status"], "pending", "released for payout");
     drain(&p).await;
     assert!(p.sandbox.transfer(&withdrawal).is_some(), "the payout went to the provider");
@@ -532,8 +534,14 @@ async fn otp_send_mails_a_passcode_that_verify_checks_once_and_challenges_stay_a
     drain(&p).await;
     let code = mailed_code(&p, &to).expect("mailed");
     // At the sign-in route it is 404 and not used up.
-    let r = call(&p, None, Method::POST, crate::portal::VERIFY, Some(json!({"challengeId": challenge, "code": code})))
-        .await;
+    let r = call(
+        &p,
+        None,
+        Method::POST,
+        crate::support::portal::VERIFY,
+        Some(json!({"challengeId": challenge, "code": code})),
+    )
+    .await;
     portal_error(&r, 404, "not_found");
     let wrong = if code == "000000" { "111111" } else { "000000" };
     let r = call(&p, Some(&t), Method::POST, OTP_VERIFY, Some(json!({"challengeId": challenge, "code": wrong}))).await;
@@ -543,13 +551,19 @@ async fn otp_send_mails_a_passcode_that_verify_checks_once_and_challenges_stay_a
     let r = call(&p, Some(&t), Method::POST, OTP_VERIFY, Some(json!({"challengeId": challenge, "code": code}))).await;
     portal_error(&r, 409, "conflict");
     // A sign-in challenge is 404 here, and still opens a session afterwards.
-    let sign = crate::portal::start(&p, &owner).await;
+    let sign = crate::support::portal::start(&p, &owner).await;
     drain(&p).await;
     let sign_code = mailed_code(&p, &owner).expect("code");
     let r = call(&p, Some(&t), Method::POST, OTP_VERIFY, Some(json!({"challengeId": sign, "code": sign_code}))).await;
     portal_error(&r, 404, "not_found");
-    let r = call(&p, None, Method::POST, crate::portal::VERIFY, Some(json!({"challengeId": sign, "code": sign_code})))
-        .await;
+    let r = call(
+        &p,
+        None,
+        Method::POST,
+        crate::support::portal::VERIFY,
+        Some(json!({"challengeId": sign, "code": sign_code})),
+    )
+    .await;
     portal_ok(&r, 200);
     // SMS goes over the account's gateway; whatsapp has none.
     let r = call(

@@ -1,5 +1,5 @@
 //! Provider adapters against the real sandbox on loopback (D11), the sandbox's own product
-//! surface (checkout, control API, webhooks, SMS, SMTP), and the outbound guard at save time
+//! surface (checkout, control API, callbacks, SMS, SMTP), and the outbound guard at save time
 //! (D16.25). No fakes: every call crosses HTTP or SMTP.
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,19 +11,11 @@ use tessera_server::providers::outbound::Outbound;
 use tessera_server::providers::payments::{
     adapter, ChargeRequest, Credentials, ProviderError, ProviderId, RefundRequest, RemoteStatus, TransferRequest,
 };
-use tessera_server::sandbox::{Sandbox, SandboxHandle, SandboxOptions};
+use tessera_server::sandbox::SandboxHandle;
 
-use crate::helpers::{assert_error, detail_fields, spawn_with, Backend};
-
-async fn sandbox() -> SandboxHandle {
-    Sandbox::start(SandboxOptions {
-        listen: "127.0.0.1:0".parse().expect("addr"),
-        smtp_listen: Some("127.0.0.1:0".parse().expect("addr")),
-        notify_url: None,
-    })
-    .await
-    .expect("sandbox")
-}
+use crate::support::client::{assert_error, detail_fields, StatusCode};
+use crate::support::payments::start_sandbox;
+use crate::support::server::{spawn_with, Backend};
 
 fn outbound() -> Outbound {
     Outbound::new(Duration::from_secs(5), false).expect("outbound")
@@ -79,10 +71,10 @@ fn deliveries(sb: &SandboxHandle, reference: &str) -> Vec<Value> {
     v
 }
 
-/// One received webhook: path, headers, raw body.
+/// One received callback: path, headers, raw body.
 type Received = (String, axum::http::HeaderMap, Vec<u8>);
 
-/// A loopback webhook receiver standing in for Tessera: records (path, signature headers, body).
+/// A loopback callback receiver standing in for Tessera: records (path, signature headers, body).
 struct Receiver {
     url: String,
     got: Arc<Mutex<Vec<Received>>>,
@@ -116,7 +108,7 @@ async fn receiver() -> Receiver {
 
 #[tokio::test]
 async fn provider_a_initializes_and_verifies_a_charge_like_paystack() {
-    let sb = sandbox().await;
+    let sb = start_sandbox().await;
     let (http, c, a) = (outbound(), creds(&sb, ProviderId::A, "sk_test_a"), adapter(ProviderId::A));
     let r = reference("a");
     let meta = json!({"campaignId": "c1"});
@@ -147,7 +139,7 @@ async fn provider_a_initializes_and_verifies_a_charge_like_paystack() {
 
 #[tokio::test]
 async fn gateway_providers_initialize_verify_and_report_failure() {
-    let sb = sandbox().await;
+    let sb = start_sandbox().await;
     let http = outbound();
     for p in [ProviderId::B, ProviderId::C] {
         let (c, a) = (creds(&sb, p, "sk_gw"), adapter(p));
@@ -166,7 +158,7 @@ async fn gateway_providers_initialize_verify_and_report_failure() {
 
 #[tokio::test]
 async fn a_charge_settled_with_another_amount_or_currency_verifies_as_settled() {
-    let sb = sandbox().await;
+    let sb = start_sandbox().await;
     let http = outbound();
     for p in ProviderId::ALL {
         let (c, a) = (creds(&sb, p, "sk_mismatch"), adapter(p));
@@ -186,7 +178,7 @@ async fn a_charge_settled_with_another_amount_or_currency_verifies_as_settled() 
 
 #[tokio::test]
 async fn unknown_references_and_charges_of_another_secret_are_not_found() {
-    let sb = sandbox().await;
+    let sb = start_sandbox().await;
     let http = outbound();
     for p in ProviderId::ALL {
         let a = adapter(p);
@@ -210,7 +202,7 @@ async fn unknown_references_and_charges_of_another_secret_are_not_found() {
 
 #[tokio::test]
 async fn transfers_are_created_verified_settled_and_a_reused_reference_is_a_duplicate() {
-    let sb = sandbox().await;
+    let sb = start_sandbox().await;
     let http = outbound();
     for p in ProviderId::ALL {
         let (c, a) = (creds(&sb, p, "sk_payout"), adapter(p));
@@ -250,7 +242,7 @@ fn refund<'a>(refund_id: &'a str, charge: &'a str, amount: i64) -> RefundRequest
     RefundRequest { refund_id, transaction_reference: charge, amount, currency: "GHS", reason: Some("Event cancelled") }
 }
 
-/// A paid 12.50 charge at `p` with `secret` (settled without its webhook); its reference.
+/// A paid 12.50 charge at `p` with `secret` (settled without its callback); its reference.
 async fn paid_charge(sb: &SandboxHandle, p: ProviderId, secret: &str) -> String {
     let r = reference("paid");
     adapter(p).initialize(&outbound(), &creds(sb, p, secret), &charge(&r, &Value::Null, None)).await.expect("init");
@@ -270,7 +262,7 @@ fn refunds_of(sb: &SandboxHandle, charge: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn refunds_are_created_once_verified_and_settled_at_every_provider() {
-    let sb = sandbox().await;
+    let sb = start_sandbox().await;
     let http = outbound();
     for p in ProviderId::ALL {
         let (c, a) = (creds(&sb, p, "sk_refund"), adapter(p));
@@ -334,7 +326,7 @@ async fn refunds_are_created_once_verified_and_settled_at_every_provider() {
 
 #[tokio::test]
 async fn two_racing_creates_of_one_refund_make_one_refund() {
-    let sb = sandbox().await;
+    let sb = start_sandbox().await;
     let http = outbound();
     for p in ProviderId::ALL {
         let (c, a) = (creds(&sb, p, "sk_race"), adapter(p));
@@ -350,7 +342,7 @@ async fn two_racing_creates_of_one_refund_make_one_refund() {
 
 #[tokio::test]
 async fn the_sandbox_reads_refunds_and_each_wire_answers_a_repeated_create_its_own_way() {
-    let sb = sandbox().await;
+    let sb = start_sandbox().await;
     let http = reqwest::Client::new();
     let ch = paid_charge(&sb, ProviderId::B, "sk_gw").await;
     let body =
@@ -421,8 +413,8 @@ async fn the_sandbox_reads_refunds_and_each_wire_answers_a_repeated_create_its_o
 }
 
 #[tokio::test]
-async fn refund_webhooks_are_signed_and_parse_to_the_charge_reference() {
-    let sb = sandbox().await;
+async fn refund_callbacks_are_signed_and_parse_to_the_charge_reference() {
+    let sb = start_sandbox().await;
     let rx = receiver().await;
     sb.set_notify_url(rx.url.clone());
     let http = outbound();
@@ -436,7 +428,7 @@ async fn refund_webhooks_are_signed_and_parse_to_the_charge_reference() {
             let state = a.create_refund(&http, &c, &refund(&id, &ch, 400)).await.expect("create");
             let (status, _) = control(&sb, &format!("/sandbox/refunds/{id}/{action}"), json!({})).await;
             assert_eq!(status, 200);
-            let (path, headers, body) = rx.got.lock().expect("lock").last().cloned().expect("a webhook arrived");
+            let (path, headers, body) = rx.got.lock().expect("lock").last().cloned().expect("a callback arrived");
             assert_eq!(path, format!("/api/white-label/webhooks/{}", p.as_str()));
             let sig = headers.get(p.signature_header()).and_then(|v| v.to_str().ok()).expect("signature").to_string();
             assert!(a.verify_signature(secret.as_bytes(), &body, &sig), "{}", p.as_str());
@@ -448,7 +440,7 @@ async fn refund_webhooks_are_signed_and_parse_to_the_charge_reference() {
             assert_eq!(deliveries(&sb, &id)[0]["status"], 200);
         }
     }
-    // `{"deliver": false}` settles without a webhook.
+    // `{"deliver": false}` settles without a callback.
     let ch = paid_charge(&sb, ProviderId::C, "sk_quiet").await;
     let id = refund_id();
     adapter(ProviderId::C)
@@ -461,7 +453,7 @@ async fn refund_webhooks_are_signed_and_parse_to_the_charge_reference() {
 
 #[tokio::test]
 async fn an_outage_makes_a_provider_unreachable_until_it_ends() {
-    let sb = sandbox().await;
+    let sb = start_sandbox().await;
     let http = outbound();
     for p in ProviderId::ALL {
         let (c, a) = (creds(&sb, p, "sk_outage"), adapter(p));
@@ -486,7 +478,7 @@ async fn an_outage_makes_a_provider_unreachable_until_it_ends() {
 
 #[tokio::test]
 async fn a_missing_secret_is_rejected_and_a_guarded_private_url_is_blocked() {
-    let sb = sandbox().await;
+    let sb = start_sandbox().await;
     let http = outbound();
     for p in ProviderId::ALL {
         let err = adapter(p).verify_charge(&http, &creds(&sb, p, ""), "x").await.expect_err("401");
@@ -502,8 +494,8 @@ async fn a_missing_secret_is_rejected_and_a_guarded_private_url_is_blocked() {
 }
 
 #[tokio::test]
-async fn sandbox_webhooks_are_signed_with_the_charge_secret_and_verify_with_the_adapter() {
-    let sb = sandbox().await;
+async fn sandbox_callbacks_are_signed_with_the_charge_secret_and_verify_with_the_adapter() {
+    let sb = start_sandbox().await;
     let rx = receiver().await;
     sb.set_notify_url(rx.url.clone());
     let http = outbound();
@@ -514,7 +506,7 @@ async fn sandbox_webhooks_are_signed_with_the_charge_secret_and_verify_with_the_
         let (status, _) = control(&sb, &format!("/sandbox/charges/{r}/succeed"), json!({})).await;
         assert_eq!(status, 200);
         // The first attempt is made before the control call answers.
-        let (path, headers, body) = rx.got.lock().expect("lock").last().cloned().expect("a webhook arrived");
+        let (path, headers, body) = rx.got.lock().expect("lock").last().cloned().expect("a callback arrived");
         assert_eq!(path, format!("/api/white-label/webhooks/{}", p.as_str()));
         let sig =
             headers.get(p.signature_header()).and_then(|v| v.to_str().ok()).expect("signature header").to_string();
@@ -537,7 +529,7 @@ async fn sandbox_webhooks_are_signed_with_the_charge_secret_and_verify_with_the_
     let c = creds(&sb, ProviderId::B, "sk_t");
     adapter(ProviderId::B).create_transfer(&http, &c, &transfer(&r)).await.expect("transfer");
     control(&sb, &format!("/sandbox/transfers/{r}/fail"), json!({"reason": "Invalid account"})).await;
-    let (_, headers, body) = rx.got.lock().expect("lock").last().cloned().expect("webhook");
+    let (_, headers, body) = rx.got.lock().expect("lock").last().cloned().expect("callback");
     let v: Value = serde_json::from_slice(&body).expect("json");
     assert_eq!((v["event"].as_str(), v["data"]["reason"].as_str()), (Some("transfer.failed"), Some("Invalid account")));
     let sig = headers.get("x-provider_b-signature").and_then(|v| v.to_str().ok()).expect("sig");
@@ -546,7 +538,7 @@ async fn sandbox_webhooks_are_signed_with_the_charge_secret_and_verify_with_the_
 
 #[tokio::test]
 async fn the_checkout_page_pays_or_declines_and_redirects_to_the_callback() {
-    let sb = sandbox().await;
+    let sb = start_sandbox().await;
     let http = outbound();
     let c = creds(&sb, ProviderId::A, "sk_checkout");
     let a = adapter(ProviderId::A);
@@ -582,7 +574,7 @@ async fn the_checkout_page_pays_or_declines_and_redirects_to_the_callback() {
 
 #[tokio::test]
 async fn settling_twice_is_409_with_the_record_and_unknown_references_are_404() {
-    let sb = sandbox().await;
+    let sb = start_sandbox().await;
     let r = reference("twice");
     adapter(ProviderId::C)
         .initialize(&outbound(), &creds(&sb, ProviderId::C, "sk"), &charge(&r, &Value::Null, None))
@@ -603,8 +595,8 @@ async fn settling_twice_is_409_with_the_record_and_unknown_references_are_404() 
 }
 
 #[tokio::test]
-async fn a_webhook_to_a_dead_notify_url_is_retried_three_more_times_and_recorded() {
-    let sb = sandbox().await;
+async fn a_callback_to_a_dead_notify_url_is_retried_three_more_times_and_recorded() {
+    let sb = start_sandbox().await;
     sb.set_notify_url("http://127.0.0.1:9");
     let r = reference("dead");
     adapter(ProviderId::B)
@@ -636,7 +628,7 @@ async fn sms_and_smtp_messages_sent_to_the_sandbox_are_listed() {
     use lettre::transport::smtp::authentication::Credentials as SmtpCredentials;
     use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-    let sb = sandbox().await;
+    let sb = start_sandbox().await;
     let http = reqwest::Client::new();
     let sms = format!("{}/messages", sb.sms_url());
     let denied = http
@@ -735,25 +727,25 @@ async fn settings_refuse_provider_and_sms_urls_into_private_networks(b: Backend)
         .expect("send");
     let err = assert_error(&r, 400, "validation_failed");
     assert_eq!(detail_fields(&err), ["config.sms.baseUrl"]);
-    let (status, body) = app
-        .signed(
-            Method::PATCH,
+    let _: Value = app
+        .api()
+        .patch(
             "/api/white-label/v1/settings/payments",
-            Some(json!({"config": {"providers": {"provider_b": {"baseUrl": "https://api.gateway.example.com"}}}})),
+            &json!({"config": {"providers": {"provider_b": {"baseUrl": "https://api.gateway.example.com"}}}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(status, 200, "{body}");
 
     // A platform that allows private endpoints (the demo) accepts the sandbox on loopback.
     let lenient = spawn_with(Backend::Sqlite, |c| c.security.allow_private_endpoints = true).await;
-    let (status, body) = lenient
-        .signed(
-            Method::PATCH,
+    let _: Value = lenient
+        .api()
+        .patch(
             "/api/white-label/v1/settings/payments",
-            Some(json!({"config": {"providers": {"provider_a": {"baseUrl": "http://127.0.0.1:8090/provider_a"}}}})),
+            &json!({"config": {"providers": {"provider_a": {"baseUrl": "http://127.0.0.1:8090/provider_a"}}}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(status, 200, "{body}");
 }
 
 on_both!(settings_refuse_provider_and_sms_urls_into_private_networks);

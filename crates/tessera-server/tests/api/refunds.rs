@@ -7,14 +7,15 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
-use crate::helpers::{assert_error, detail_fields, Backend, TestApp, TestKey};
-use crate::my_tickets::point_mail_at_sandbox;
-use crate::payments::{
-    assert_ledger_clean, buy, drain, initialize, participant, payment, running_campaign, sandbox_settle,
-    spawn_paid_with, ticket_type, PayApp, BALANCE, LEDGER, PAYMENTS,
+use crate::support::catalogue::{participant, running_campaign, ticket_type};
+use crate::support::client::{assert_error, detail_fields, send, StatusCode};
+use crate::support::ledger::{assert_ledger_clean, kinds, ledger, ledger_kinds};
+use crate::support::mail::point_mail_at_sandbox;
+use crate::support::payments::{
+    buy, customer_pays_fees, initialize, payment, sandbox_settle, spawn_paid_with, PayApp, BALANCE, LEDGER, PAYMENTS,
 };
-use crate::ticket_types::send;
-use crate::tickets::{code_of, VERIFY};
+use crate::support::server::{drain, Backend, TestApp, TestKey};
+use crate::support::tickets::{code_of, VERIFY};
 
 const V1: &str = "/api/white-label/v1";
 
@@ -57,20 +58,17 @@ async fn refunded(app: &TestApp, reference: &str, body: Value) -> Value {
 }
 
 async fn show(app: &TestApp, id: &str) -> Value {
-    let (s, b) = app.signed(Method::GET, &format!("{V1}/refunds/{id}"), None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = app.api().get(&format!("{V1}/refunds/{id}"), StatusCode::OK).await;
     b["data"].clone()
 }
 
 async fn list(app: &TestApp, reference: &str) -> Value {
-    let (s, b) = app.signed(Method::GET, &refunds_path(reference), None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = app.api().get(&refunds_path(reference), StatusCode::OK).await;
     b
 }
 
 async fn available(app: &TestApp) -> f64 {
-    let (s, b) = app.signed(Method::GET, BALANCE, None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = app.api().get(BALANCE, StatusCode::OK).await;
     num(&b["data"]["available"])
 }
 
@@ -117,35 +115,13 @@ async fn until_ended(p: &PayApp, id: &str) -> Value {
     panic!("refund {id} did not end");
 }
 
-/// The worker creates the refund at the provider; the sandbox then settles it (webhook on) and
+/// The worker creates the refund at the provider; the sandbox then settles it (callback on) and
 /// the server reconciles it. Returns the refund as GET shows it.
 async fn settle(p: &PayApp, id: &str, outcome: &str, body: Value) -> Value {
     drain(p).await;
     assert!(sandbox_refund(p, id).await.is_some(), "the worker created refund {id} at the provider");
     settle_refund(p, id, outcome, body).await;
     until_ended(p, id).await
-}
-
-async fn ledger(app: &TestApp) -> Value {
-    let (s, l) = app.signed(Method::GET, &format!("{LEDGER}?limit=100"), None).await;
-    assert_eq!(s, 200, "{l}");
-    l
-}
-
-fn ledger_kinds(ledger: &Value, reference: &str) -> Vec<(String, f64)> {
-    let mut kinds: Vec<(String, f64)> = ledger["data"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .filter(|e| e["reference"] == reference)
-        .map(|e| (e["kind"].as_str().unwrap_or_default().to_string(), e["amount"].as_f64().unwrap_or_default()))
-        .collect();
-    kinds.sort_by(|a, b| a.0.cmp(&b.0));
-    kinds
-}
-
-fn kinds(list: &[(&str, f64)]) -> Vec<(String, f64)> {
-    list.iter().map(|(k, a)| (k.to_string(), *a)).collect()
 }
 
 /// A paid ticket purchase: `quantity` tickets at `price` GHS, confirmed. (campaign, reference,
@@ -188,8 +164,7 @@ async fn paid_votes(p: &PayApp, count: i64) -> (String, String, String) {
 }
 
 async fn votes_of(p: &PayApp, campaign: &str) -> i64 {
-    let (s, list) = p.signed(Method::GET, &format!("{V1}/participants?campaignId={campaign}"), None).await;
-    assert_eq!(s, 200, "{list}");
+    let list: Value = p.api().get(&format!("{V1}/participants?campaignId={campaign}"), StatusCode::OK).await;
     list["data"][0]["votes"].as_i64().expect("votes")
 }
 
@@ -233,14 +208,12 @@ async fn check_in(p: &PayApp, code: &str) -> Value {
 }
 
 async fn feed(p: &PayApp) -> Vec<Value> {
-    let (s, v) = p.signed(Method::GET, &format!("{V1}/events?limit=100"), None).await;
-    assert_eq!(s, 200, "{v}");
+    let v: Value = p.api().get(&format!("{V1}/events?limit=100"), StatusCode::OK).await;
     v["data"].as_array().cloned().unwrap_or_default()
 }
 
 async fn campaign(p: &PayApp, id: &str) -> Value {
-    let (s, b) = p.signed(Method::GET, &format!("{V1}/campaigns/{id}"), None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = p.api().get(&format!("{V1}/campaigns/{id}"), StatusCode::OK).await;
     b["data"].clone()
 }
 
@@ -289,7 +262,7 @@ async fn a_whole_ticket_refund_voids_every_ticket_and_completes_with_ledger_even
     assert_eq!(at_provider["transaction"], reference.as_str());
     assert_eq!(at_provider["provider"], "provider_a");
     assert_eq!(show(&p, &id).await["status"], "pending");
-    // The provider refunds; its webhook is confirmed and applied.
+    // The provider refunds; its callback is confirmed and applied.
     settle_refund(&p, &id, "succeed", json!({})).await;
     let done = until_ended(&p, &id).await;
     assert_eq!(done["status"], "succeeded", "{done}");
@@ -423,14 +396,7 @@ async fn donation_refunds_whole_and_partial(b: Backend) {
 
 async fn the_ceiling_is_what_the_customer_paid_fees_included(b: Backend) {
     let p = spawn(b).await;
-    let (s, body) = p
-        .signed(
-            Method::PATCH,
-            "/api/white-label/v1/settings/payments",
-            Some(json!({"config": {"feePercent": 2.5, "feeFixed": 0.5, "feeBearer": "customer"}})),
-        )
-        .await;
-    assert_eq!(s, 200, "{body}");
+    customer_pays_fees(&p).await;
     // A second purchase funds the balance so the fee-inclusive refund fits.
     let (_, reference, _) = paid_tickets(&p, 100.0, 1).await;
     let paid = payment(&p, &reference).await;
@@ -459,7 +425,7 @@ async fn a_failed_refund_restores_tickets_votes_donation_and_balance(b: Backend)
     let donation_ref = paid_donation(&p, 40.0).await;
     let d = refunded(&p, &donation_ref, json!({"amount": 40})).await;
     assert_eq!(available(&p).await, 30.0 + 10.0 + 40.0 - 15.0 - 10.0 - 40.0);
-    // The provider fails each of them (one by webhook, two found by polling).
+    // The provider fails each of them (one by callback, two found by polling).
     let failed = settle(&p, &id_of(&t), "fail", json!({"reason": "Card closed"})).await;
     assert_eq!(failed["status"], "failed", "{failed}");
     drain(&p).await;
@@ -736,7 +702,7 @@ async fn cancelling_a_campaign_refunds_every_buyer_once_and_voids_every_ticket(b
     // 12 buyers: 10 paid (one of them checked in), 1 pending, 1 failed.
     let mut paid = Vec::new();
     for i in 0..12 {
-        let mut body = crate::payments::checkout_body(&p, &c, &t, 2);
+        let mut body = crate::support::payments::checkout_body(&p, &c, &t, 2);
         body["email"] = json!(format!("buyer{i}@example.com"));
         let r = initialize(&p, body).await;
         assert_eq!(r.status, 200, "{}", r.json());
@@ -767,7 +733,7 @@ async fn cancelling_a_campaign_refunds_every_buyer_once_and_voids_every_ticket(b
     assert_eq!(again.json()["data"]["status"], "archived");
     drain(&p).await;
     // Sales stop.
-    let r = initialize(&p, crate::payments::checkout_body(&p, &c, &t, 1)).await;
+    let r = initialize(&p, crate::support::payments::checkout_body(&p, &c, &t, 1)).await;
     assert_eq!(r.status, 409, "{}", r.json());
     // One full refund per paid purchase, every ticket void.
     for reference in &paid {
@@ -870,15 +836,15 @@ async fn a_cancellation_refund_the_balance_cannot_cover_is_failed_and_never_sent
 async fn the_provider_b_gateway_refunds_too(b: Backend) {
     let p = spawn(b).await;
     let own = p.sandbox.provider_url("provider_b");
-    let (s, set) = p
-        .signed(
-            Method::PATCH,
+    let _: Value = p
+        .api()
+        .patch(
             "/api/white-label/v1/settings/payments",
-            Some(json!({"config": {"useSharedDefaults": false, "defaultProvider": "provider_b",
-                "providers": {"provider_b": {"baseUrl": own, "secretKey": "sk_live_account_own_b"}}}})),
+            &json!({"config": {"useSharedDefaults": false, "defaultProvider": "provider_b",
+                "providers": {"provider_b": {"baseUrl": own, "secretKey": "sk_live_account_own_b"}}}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{set}");
     let reference = paid_donation(&p, 30.0).await;
     assert_eq!(payment(&p, &reference).await["provider"], "provider_b");
     let r = refunded(&p, &reference, json!({"amount": 10})).await;
@@ -894,7 +860,7 @@ async fn the_provider_b_gateway_refunds_too(b: Backend) {
 /// records the answer: after a restart the worker adopts the one refund at the provider (never
 /// files another) and follows it to its end; the money audit is clean throughout.
 async fn a_sigkill_between_the_refund_call_and_its_result_refunds_once(b: Backend) {
-    use crate::crash::{buy_three_seats, call, succeed, Rig};
+    use crate::support::process::{buy_three_seats, call, succeed, Rig};
     use std::time::{Duration, Instant};
     let rig = Rig::start(
         &b,
@@ -963,7 +929,7 @@ async fn a_sigkill_between_the_refund_call_and_its_result_refunds_once(b: Backen
         .expect("forget the provider's answer");
     drop(conn);
 
-    // The provider refunds it while the server is down (no webhook reaches anyone).
+    // The provider refunds it while the server is down (no callback reaches anyone).
     succeed(sandbox, "refunds", &id, json!({"deliver": false})).await;
 
     // Third life: the worker adopts the one refund and follows it to the sandbox's state.

@@ -7,11 +7,11 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
-use crate::helpers::{assert_error, detail_fields, Backend, TestApp};
-use crate::payments::{
-    assert_ledger_clean, buy, drain, initialize, participant, payment, running_campaign, sandbox_settle, spawn_paid,
-    ticket_type, PayApp,
-};
+use crate::support::catalogue::{participant, running_campaign, ticket_type};
+use crate::support::client::{assert_error, detail_fields};
+use crate::support::ledger::assert_ledger_clean;
+use crate::support::payments::{buy, initialize, payment, sandbox_settle, spawn_paid, PayApp};
+use crate::support::server::{drain, Backend, TestApp};
 
 const V1: &str = "/api/white-label/v1";
 
@@ -285,7 +285,7 @@ async fn cancelling_a_campaign_refunds_every_buyer_once_and_answers_the_same_aga
     let (s, again) = cancel(json!({"reason": "Venue closed", "refund": true})).await;
     assert_eq!((s, again["data"]["status"].clone()), (202, json!("archived")), "{again}");
     // Sales stopped.
-    let r = initialize(&p, crate::payments::checkout_body(&p, &c, &t, 1)).await;
+    let r = initialize(&p, crate::support::payments::checkout_body(&p, &c, &t, 1)).await;
     assert!(r.status >= 400, "{}", r.json());
     drain(&p).await;
     drain(&p).await;
@@ -323,9 +323,10 @@ async fn sql(p: &PayApp, statement: &str, arg: &str) {
     sqlx::query(statement).bind(arg).execute(&mut conn).await.expect("sql");
 }
 
-async fn refund_webhooks_signed_with_an_accounts_own_secret_are_accepted(b: Backend) {
+async fn refund_callbacks_signed_with_an_accounts_own_secret_are_accepted(b: Backend) {
     for provider in ["provider_a", "provider_b"] {
-        let p = crate::payments::spawn_paid_with(b.clone(), |c| c.security.allow_private_endpoints = true).await;
+        let p =
+            crate::support::payments::spawn_paid_with(b.clone(), |c| c.security.allow_private_endpoints = true).await;
         let own = p.sandbox.provider_url(provider);
         let config = json!({"config": {"useSharedDefaults": false, "defaultProvider": provider,
             "providers": {provider: {"baseUrl": own, "secretKey": format!("sk_live_own_{provider}")}}}});
@@ -384,7 +385,7 @@ async fn cancellation_filing_throughput() {
 }
 
 on_both!(
-    refund_webhooks_signed_with_an_accounts_own_secret_are_accepted,
+    refund_callbacks_signed_with_an_accounts_own_secret_are_accepted,
     a_partial_ticket_refund_voids_its_ticket_and_succeeds_through_the_provider,
     a_failed_vote_refund_gives_the_votes_and_the_claim_back,
     refunds_racing_for_one_donation_never_exceed_what_was_paid,

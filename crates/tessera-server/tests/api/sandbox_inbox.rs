@@ -6,8 +6,8 @@ use tessera_server::domain::time::now_ms;
 use tessera_server::domain::webhooks::{new_secret, signature, EventType};
 use tessera_server::flows::webhooks::send_test;
 
-use crate::helpers::{spawn_with, Backend};
-use crate::payments::start_sandbox;
+use crate::support::payments::start_sandbox;
+use crate::support::server::{spawn_with, Backend};
 
 on_both!(the_inbox_verifies_deliveries_refuses_forgeries_and_lists_them_newest_first);
 

@@ -5,8 +5,8 @@ use secrecy::ExposeSecret;
 use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
-use crate::helpers::{assert_error, spawn, Backend, TestApp};
-use crate::ticket_types::{assert_invalid, key_with, send, send_default};
+use crate::support::client::{assert_error, assert_invalid, send, send_default};
+use crate::support::server::{key_with, spawn, Backend, TestApp};
 
 const SETTINGS: &str = "/api/white-label/v1/settings";
 const CONTEXT: &str = "/api/white-label/v1/context";
@@ -407,7 +407,7 @@ async fn context(app: &TestApp) -> Value {
 }
 
 async fn the_provider_summary_follows_the_routing_rule(b: Backend) {
-    let p = crate::payments::spawn_paid(b).await;
+    let p = crate::support::payments::spawn_paid(b).await;
     let item = |provider: &str, source: &str, default: bool, fallback: bool| json!({"provider": provider, "source": source, "isDefault": default, "isFallback": fallback});
     // Nothing set: the platform's shared providers, the first configured one the default.
     let shared = [item("provider_a", "platform", true, false), item("provider_b", "platform", false, false)];
@@ -430,9 +430,8 @@ async fn the_provider_summary_follows_the_routing_rule(b: Backend) {
 }
 
 async fn a_module_turned_off_closes_its_routes_with_403_module_disabled(b: Backend) {
-    use crate::payments::{
-        checkout_body, initialize, participant, running_campaign, spawn_paid, ticket_type, INITIALIZE,
-    };
+    use crate::support::catalogue::{participant, running_campaign, ticket_type};
+    use crate::support::payments::{checkout_body, initialize, spawn_paid, INITIALIZE};
     let p = spawn_paid(b).await;
     let key = &p.account.private;
     let tc = running_campaign(&p, key, "ticketing").await;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tessera_client::Method;
 
-use crate::helpers::Backend;
+use crate::support::server::Backend;
 
 fn tessera(data_dir: &std::path::Path, db: &Option<String>) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
@@ -29,7 +29,7 @@ async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly(b: Backend)
     let dir = tempfile::tempdir().expect("tempdir");
     let db = match &b {
         Backend::Sqlite => None,
-        Backend::Postgres(_) => Some(crate::helpers::postgres_schema_url(&b).await),
+        Backend::Postgres(_) => Some(crate::support::server::postgres_schema_url(&b).await),
     };
     json_of(
         tessera(dir.path(), &db)

@@ -4,10 +4,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, raw, spawn, Backend, TestApp};
-use crate::ticket_types::{
-    create_campaign, create_campaign_as, create_ticket_type, key_with, names, strings, ticket_type_body, with,
-};
+use crate::support::catalogue::{create_campaign, create_campaign_as, create_ticket_type, ticket_type_body};
+use crate::support::client::{assert_error, names, raw, strings, with, StatusCode};
+use crate::support::server::{key_with, spawn, Backend, TestApp};
 
 const STOREFRONT: &str = "/api/white-label/v1/storefront";
 
@@ -30,14 +29,10 @@ async fn shop(app: &TestApp) -> Shop {
     // Archive a campaign that had a type while it was approved.
     let archived = create_campaign(app, "ticketing", "approved").await;
     create_ticket_type(app, ticket_type_body(&archived, "Archived type")).await;
-    let (s, b) = app
-        .signed(
-            tessera_client::Method::PATCH,
-            &format!("/api/white-label/v1/campaigns/{archived}"),
-            Some(json!({"status": "archived"})),
-        )
+    let _: Value = app
+        .api()
+        .patch(&format!("/api/white-label/v1/campaigns/{archived}"), &json!({"status": "archived"}), StatusCode::OK)
         .await;
-    assert_eq!(s, 200, "{b}");
     Shop { approved, second }
 }
 
@@ -163,9 +158,7 @@ async fn with_ticketing_off_the_storefront_lists_no_ticket_types(b: Backend) {
     let app = spawn(b).await;
     let s = shop(&app).await;
     let off = json!({"config": {"modules": {"ticketing": false}}});
-    let (st, body) =
-        app.signed(tessera_client::Method::PATCH, "/api/white-label/v1/settings/operations", Some(off)).await;
-    assert_eq!(st, 200, "{body}");
+    let _: Value = app.api().patch("/api/white-label/v1/settings/operations", &off, StatusCode::OK).await;
     // The ticket-type routes answer 403 module_disabled (D17.44); the storefront does not serve
     // what they would, and still lists the campaigns.
     let r = app.public_get(STOREFRONT, &app.account.public, &app.account.domain).await;
@@ -174,9 +167,7 @@ async fn with_ticketing_off_the_storefront_lists_no_ticket_types(b: Backend) {
     assert_eq!(campaign_ids(&body), BTreeSet::from([s.approved.clone(), s.second.clone()]), "{body}");
     assert_eq!(campaign(&body, &s.approved)["ticketTypes"], json!([]), "{body}");
     let on = json!({"config": {"modules": {"ticketing": true}}});
-    let (st, body) =
-        app.signed(tessera_client::Method::PATCH, "/api/white-label/v1/settings/operations", Some(on)).await;
-    assert_eq!(st, 200, "{body}");
+    let _: Value = app.api().patch("/api/white-label/v1/settings/operations", &on, StatusCode::OK).await;
     let r = app.public_get(STOREFRONT, &app.account.public, &app.account.domain).await;
     assert_eq!(names(&campaign(&r.json(), &s.approved)["ticketTypes"]), strings(&["Regular"]));
 }

@@ -34,7 +34,7 @@ fn the_fuzz_corpus_replays_through_every_target_without_a_failure() {
 use serde_json::Value;
 use tessera_client::Method;
 
-use crate::helpers::{spawn, Backend};
+use crate::support::server::{spawn, Backend};
 
 /// Finding (Schemathesis, "schema validation mismatch" on `GET /notifications`): its `status`,
 /// `channel`, `page` and `limit` were declared as free strings, so generated values were mostly

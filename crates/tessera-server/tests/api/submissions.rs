@@ -2,8 +2,9 @@
 use serde_json::{json, Value};
 use tessera_client::Method;
 
-use crate::helpers::{assert_error, spawn, Backend, TestApp};
-use crate::ticket_types::{assert_invalid, create_campaign, create_campaign_as, key_with, send, send_default, with};
+use crate::support::catalogue::{create_campaign, create_campaign_as};
+use crate::support::client::{assert_error, assert_invalid, send, send_default, with, StatusCode};
+use crate::support::server::{key_with, spawn, Backend, TestApp};
 
 const SUBMISSIONS: &str = "/api/white-label/v1/submissions";
 
@@ -124,8 +125,8 @@ async fn submissions_are_listed_newest_first_with_pagination_and_a_type_filter(b
     create(&app, with(&body("volunteer", "Third"), "campaignId", json!(c))).await;
     create(&app, body("partner", "Fourth")).await;
     let other = app.new_account("other").await;
-    let (s, r) = app.signed_as(&other.private, Method::POST, SUBMISSIONS, Some(body("volunteer", "Theirs"))).await;
-    assert_eq!(s, 201, "{r}");
+    let _: Value =
+        app.api_as(&other.private).post(SUBMISSIONS, &body("volunteer", "Theirs"), StatusCode::CREATED).await;
 
     let all = list(&app, "").await;
     assert_eq!(names_in_order(&all), ["Fourth", "Third", "Second", "First"]);

@@ -2,109 +2,15 @@
 //! list. Also the catalogue helpers the participants, settings, storefront and submissions tests
 //! share (`create_campaign`, `send`, `assert_invalid`, …).
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{json, Value};
-use tessera_client::{Method, RawResponse};
+use tessera_client::Method;
 
-use crate::helpers::{assert_error, detail_fields, spawn, Backend, TestApp, TestKey};
-
-pub(crate) const CAMPAIGNS: &str = "/api/white-label/v1/campaigns";
-pub(crate) const TICKET_TYPES: &str = "/api/white-label/v1/ticket-types";
-pub(crate) const BOOTSTRAP: &str = "/api/white-label/v1/ticket-types/bootstrap";
-
-static SEQ: AtomicU64 = AtomicU64::new(0);
-
-/// A valid campaign body of `kind` (voting gets a vote price) with the given status.
-pub(crate) fn campaign_body(kind: &str, status: &str) -> Value {
-    let n = SEQ.fetch_add(1, Ordering::Relaxed);
-    let mut b = json!({
-        "title": format!("Test {kind} campaign {n}"),
-        "description": "A campaign the integration tests create.",
-        "campaign_type": kind,
-        "start_date": "2030-01-01T10:00:00Z",
-        "end_date": "2030-02-01T10:00:00+00:00",
-        "status": status,
-    });
-    if kind == "voting" {
-        b["vote_price"] = json!(1.5);
-    }
-    b
-}
-
-/// Creates a campaign in the default account and returns its id.
-pub(crate) async fn create_campaign(app: &TestApp, kind: &str, status: &str) -> String {
-    create_campaign_as(app, &app.account.private, kind, status).await
-}
-
-/// Creates a campaign with `key` (so in that key's account) and returns its id.
-pub(crate) async fn create_campaign_as(app: &TestApp, key: &TestKey, kind: &str, status: &str) -> String {
-    let (s, b) = app.signed_as(key, Method::POST, CAMPAIGNS, Some(campaign_body(kind, status))).await;
-    assert_eq!(s, 201, "campaign create: {b}");
-    assert_eq!(b["data"]["status"], status, "{b}");
-    b["data"]["id"].as_str().expect("campaign id").to_string()
-}
-
-/// A signed request returning the whole response (status, headers, body).
-pub(crate) async fn send(app: &TestApp, key: &TestKey, method: Method, path: &str, body: Option<Value>) -> RawResponse {
-    let bytes = body.map(|b| serde_json::to_vec(&b).expect("json")).unwrap_or_default();
-    app.client_for(key).send_raw(method, path, bytes, None).await.expect("send")
-}
-
-/// A signed request with the default account's private key.
-pub(crate) async fn send_default(app: &TestApp, method: Method, path: &str, body: Option<Value>) -> RawResponse {
-    send(app, &app.account.private, method, path, body).await
-}
-
-/// Asserts a 400 `validation_failed` whose details name exactly `fields` (in any order).
-pub(crate) fn assert_invalid(r: &RawResponse, fields: &[&str]) -> Value {
-    let body = assert_error(r, 400, "validation_failed");
-    let got: BTreeSet<String> = detail_fields(&body).into_iter().collect();
-    let want: BTreeSet<String> = fields.iter().map(|f| f.to_string()).collect();
-    assert_eq!(got, want, "details fields; body: {body}");
-    body
-}
-
-/// `base` with `key` set to `value`, or removed when `value` is `Value::Null`.
-pub(crate) fn with(base: &Value, key: &str, value: Value) -> Value {
-    let mut b = base.clone();
-    let o = b.as_object_mut().expect("object");
-    if value.is_null() {
-        o.remove(key);
-    } else {
-        o.insert(key.to_string(), value);
-    }
-    b
-}
-
-/// A valid ticket type body for `campaign`.
-pub(crate) fn ticket_type_body(campaign: &str, name: &str) -> Value {
-    json!({"campaignId": campaign, "name": name, "price": 450.5, "quantity_available": 200})
-}
-
-/// Creates a ticket type (201 asserted) and returns its `data`.
-pub(crate) async fn create_ticket_type(app: &TestApp, body: Value) -> Value {
-    let (s, b) = app.signed(Method::POST, TICKET_TYPES, Some(body)).await;
-    assert_eq!(s, 201, "ticket type create: {b}");
-    b["data"].clone()
-}
-
-/// A key of the default account with only `scopes`.
-pub(crate) async fn key_with(app: &TestApp, kind: &str, campaign: Option<&str>, scopes: &str) -> TestKey {
-    app.create_key(&app.account.slug, kind, campaign, scopes, &[]).await
-}
-
-/// The sorted `name`s of a list of objects.
-pub(crate) fn names(items: &Value) -> Vec<String> {
-    let mut v: Vec<String> =
-        items.as_array().expect("array").iter().map(|i| i["name"].as_str().expect("name").to_string()).collect();
-    v.sort();
-    v
-}
-
-pub(crate) fn strings(v: &[&str]) -> Vec<String> {
-    v.iter().map(|x| x.to_string()).collect()
-}
+use crate::support::catalogue::{
+    create_campaign, create_campaign_as, create_ticket_type, ticket_type_body, BOOTSTRAP, CAMPAIGNS, TICKET_TYPES,
+};
+use crate::support::client::{assert_error, assert_invalid, names, send, send_default, strings, with, StatusCode};
+use crate::support::server::{audit_actions, key_with, spawn, Backend, TestApp, TestKey};
 
 async fn public_list(app: &TestApp, path: &str, key: &TestKey) -> Value {
     let r = app.public_get(path, key, &app.account.domain).await;
@@ -317,8 +223,7 @@ async fn a_bootstrap_creates_every_ticket_type_of_an_empty_campaign(b: Backend) 
         {"name": "VIP", "price": 999.99, "quantity_available": 10, "ticket_type": "vip", "max_per_person": 2},
         {"name": "Free", "price": 0, "quantity_available": 5, "is_free": true},
     ]});
-    let (s, r) = app.signed(Method::POST, BOOTSTRAP, Some(body)).await;
-    assert_eq!(s, 201, "{r}");
+    let r: Value = app.api().post(BOOTSTRAP, &body, StatusCode::CREATED).await;
     assert_eq!(r["data"]["campaignId"], c.as_str());
     let types = r["data"]["ticketTypes"].as_array().expect("ticketTypes");
     assert_eq!(types.len(), 3, "{r}");
@@ -343,8 +248,7 @@ async fn a_second_bootstrap_or_one_after_a_single_create_is_a_409(b: Backend) {
     let app = spawn(b).await;
     let c = create_campaign(&app, "ticketing", "approved").await;
     let first = json!({"campaignId": c, "ticketTypes": [item("A", json!(1))]});
-    let (s, r) = app.signed(Method::POST, BOOTSTRAP, Some(first)).await;
-    assert_eq!(s, 201, "{r}");
+    let _: Value = app.api().post(BOOTSTRAP, &first, StatusCode::CREATED).await;
     let again = json!({"campaignId": c, "ticketTypes": [item("B", json!(1))]});
     let r = send_default(&app, Method::POST, BOOTSTRAP, Some(again.clone())).await;
     assert_error(&r, 409, "conflict");
@@ -377,17 +281,16 @@ async fn an_invalid_bootstrap_item_is_a_400_naming_it_and_creates_nothing(b: Bac
 
     // Approve the campaign so the public list would show anything that had been stored.
     for status in ["pending_approval", "approved"] {
-        let (s, r) = app.signed(Method::PATCH, &format!("{CAMPAIGNS}/{c}"), Some(json!({"status": status}))).await;
-        assert_eq!(s, 200, "{r}");
+        let _: Value = app.api().patch(&format!("{CAMPAIGNS}/{c}"), &json!({"status": status}), StatusCode::OK).await;
     }
     let listed = public_list(&app, &format!("{TICKET_TYPES}?campaignId={c}"), &app.account.public).await;
     assert_eq!(listed["data"], json!([]));
     assert_eq!(listed["pagination"]["total"], 0);
     // And the campaign still counts as empty: a valid bootstrap now succeeds.
-    let (s, r) = app
-        .signed(Method::POST, BOOTSTRAP, Some(json!({"campaignId": c, "ticketTypes": [item("A", json!(10))]})))
+    let _: Value = app
+        .api()
+        .post(BOOTSTRAP, &json!({"campaignId": c, "ticketTypes": [item("A", json!(10))]}), StatusCode::CREATED)
         .await;
-    assert_eq!(s, 201, "{r}");
 }
 
 async fn a_bootstrap_with_no_items_or_a_campaign_id_inside_an_item_is_a_400(b: Backend) {
@@ -588,14 +491,6 @@ async fn a_ticket_type_patch_changes_only_the_fields_given(b: Backend) {
     assert_eq!(actions[1]["keyId"], app.account.private.key_id.as_str(), "{}", actions[1]);
 }
 
-/// The audit entries of one entity, newest first (through the operator CLI).
-pub(crate) fn audit_actions(app: &TestApp, entity: &str) -> Vec<Value> {
-    let out = app.cli(&["admin", "audit", "list", "--account", &app.account.slug, "--json"]);
-    assert!(out.status.success(), "audit list: {}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
-    v["entries"].as_array().expect("entries").iter().filter(|e| e["entityId"] == entity).cloned().collect()
-}
-
 async fn each_broken_ticket_type_patch_rule_is_a_400_naming_that_field(b: Backend) {
     let app = spawn(b).await;
     let c = create_campaign(&app, "ticketing", "draft").await;
@@ -629,9 +524,8 @@ async fn a_ticket_type_patch_of_another_account_a_bad_id_or_without_tickets_writ
     let app = spawn(b).await;
     let other = app.new_account("other").await;
     let theirs = create_campaign_as(&app, &other.private, "ticketing", "draft").await;
-    let (s, t) =
-        app.signed_as(&other.private, Method::POST, TICKET_TYPES, Some(ticket_type_body(&theirs, "Theirs"))).await;
-    assert_eq!(s, 201, "{t}");
+    let t: Value =
+        app.api_as(&other.private).post(TICKET_TYPES, &ticket_type_body(&theirs, "Theirs"), StatusCode::CREATED).await;
     let theirs_id = t["data"]["id"].as_str().expect("id").to_string();
     for id in [theirs_id.as_str(), "not-a-uuid", &uuid::Uuid::now_v7().to_string()] {
         let r = send_default(&app, Method::PATCH, &type_path(id), Some(json!({"name": "Mine"}))).await;
@@ -645,7 +539,8 @@ async fn a_ticket_type_patch_of_another_account_a_bad_id_or_without_tickets_writ
 }
 
 async fn the_quantity_never_goes_below_sold_and_held_and_an_inactive_type_sells_nothing(b: Backend) {
-    use crate::payments::{checkout_body, initialize, running_campaign, spawn_paid, ticket_type};
+    use crate::support::catalogue::{running_campaign, ticket_type};
+    use crate::support::payments::{checkout_body, initialize, spawn_paid};
     let p = spawn_paid(b).await;
     let key = &p.account.private;
     let c = running_campaign(&p, key, "ticketing").await;
@@ -677,7 +572,8 @@ async fn the_quantity_never_goes_below_sold_and_held_and_an_inactive_type_sells_
 }
 
 async fn concurrent_checkouts_and_a_quantity_cut_never_oversell(b: Backend) {
-    use crate::payments::{checkout_body, initialize, running_campaign, spawn_paid, ticket_type};
+    use crate::support::catalogue::{running_campaign, ticket_type};
+    use crate::support::payments::{checkout_body, initialize, spawn_paid};
     let p = spawn_paid(b).await;
     let key = &p.account.private;
     let c = running_campaign(&p, key, "ticketing").await;

@@ -3,47 +3,10 @@
 use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
-use crate::helpers::{assert_error, detail_fields, raw, Backend, TestAccount, TestApp, TestKey};
-use crate::payments::{answered_ticket_type, running_campaign, spawn_paid, ticket_type, two_attendees, PayApp};
-use crate::ticket_types::send;
-
-pub(crate) const VERIFY: &str = "/api/white-label/v1/tickets/verify";
-
-/// A running ticketing campaign of `account` with free tickets, and `n` of them bought by
-/// buyer@example.com.
-pub(crate) async fn issued(app: &TestApp, account: &TestAccount, n: i64) -> (String, Vec<Value>) {
-    let key = &account.private;
-    let c = running_campaign(app, key, "ticketing").await;
-    let t = ticket_type(app, key, &c, 0.0, 100).await;
-    let body = json!({
-        "campaign_id": c, "ticket_id": t, "email": "buyer@example.com", "quantity": n,
-        "full_name": "Ama Mensah", "callbackUrl": format!("https://{}/thanks", account.domain),
-    });
-    let r = send(app, key, Method::POST, crate::payments::INITIALIZE, Some(body)).await;
-    assert_eq!(r.status, 200, "{}", r.json());
-    let data = r.json()["data"].clone();
-    assert_eq!(data["status"], "success", "{data}");
-    (c, data["tickets"].as_array().expect("tickets").clone())
-}
-
-/// Two free tickets of a type asking attendee fields, bought by buyer@example.com with
-/// `two_attendees` (the second is kofi@example.com's) (D17.12).
-pub(crate) async fn issued_with_answers(app: &TestApp) -> (String, Vec<Value>) {
-    let key = &app.account.private;
-    let c = running_campaign(app, key, "ticketing").await;
-    let t = answered_ticket_type(app, key, &c, 0.0).await;
-    let mut body = crate::payments::checkout_body(app, &c, &t, 2);
-    body["attendees"] = two_attendees();
-    let r = send(app, key, Method::POST, crate::payments::INITIALIZE, Some(body)).await;
-    assert_eq!(r.status, 200, "{}", r.json());
-    let data = r.json()["data"].clone();
-    assert_eq!(data["status"], "success", "{data}");
-    (c, data["tickets"].as_array().expect("tickets").clone())
-}
-
-pub(crate) fn code_of(t: &Value) -> String {
-    t["ticketCode"].as_str().expect("ticketCode").to_string()
-}
+use crate::support::client::{assert_error, detail_fields, raw, send, StatusCode};
+use crate::support::payments::{spawn_paid, PayApp};
+use crate::support::server::{Backend, TestApp, TestKey};
+use crate::support::tickets::{code_of, issued, issued_with_answers, VERIFY};
 
 async fn verify(app: &TestApp, key: &TestKey, body: Value) -> RawResponse {
     send(app, key, Method::POST, VERIFY, Some(body)).await
@@ -248,10 +211,10 @@ async fn a_void_ticket_or_an_archived_campaign_never_checks_in(b: Backend) {
     assert_eq!(r.json()["data"]["checkedIn"], false);
     let r = verify_form1(&p, &p.account.public, json!({"ticketCode": void})).await;
     assert_eq!(r.json()["data"]["status"], "void");
-    let (s, body) = p
-        .signed(Method::PATCH, &format!("/api/white-label/v1/campaigns/{c}"), Some(json!({"status": "archived"})))
+    let _: Value = p
+        .api()
+        .patch(&format!("/api/white-label/v1/campaigns/{c}"), &json!({"status": "archived"}), StatusCode::OK)
         .await;
-    assert_eq!(s, 200, "{body}");
     let r = verify(&p, &p.account.private, json!({"ticketCode": open, "autoVerify": true})).await;
     assert_eq!(r.json()["data"]["result"], "campaign_archived", "{}", r.json());
     assert_eq!(r.json()["data"]["checkedIn"], false);

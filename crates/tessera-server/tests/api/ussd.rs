@@ -4,7 +4,7 @@
 //! through the sandbox's handset simulator (`/sandbox/ussd/dial`, `/reply`). A confirmed vote is
 //! a pending vote transaction (channel `ussd`) whose mobile-money charge the worker makes after
 //! the session ended; the sandbox holds it until `/succeed` or `/fail`, and only the verified
-//! webhook credits the votes, once. Screens are matched by the contract's key phrases only, and
+//! callback credits the votes, once. Screens are matched by the contract's key phrases only, and
 //! every screen seen is at most 160 characters.
 use std::ops::Deref;
 use std::time::Duration;
@@ -15,11 +15,12 @@ use tessera_server::app::Application;
 use tessera_server::config::{Config, StartRefused};
 use tessera_server::state::AppState;
 
-use crate::helpers::{assert_error, detail_fields, raw, Backend, TestApp};
-use crate::payments::{
-    assert_ledger_clean, drain, payment, platform_secret, post_webhook, running_campaign, sandbox_settle, signed_event,
-    spawn_paid_with, PayApp, PAYMENTS,
-};
+use crate::support::callbacks::{post_callback, signed_event};
+use crate::support::catalogue::running_campaign;
+use crate::support::client::{assert_error, detail_fields, raw, StatusCode};
+use crate::support::ledger::assert_ledger_clean;
+use crate::support::payments::{payment, platform_secret, sandbox_settle, spawn_paid_with, PayApp, PAYMENTS};
+use crate::support::server::{drain, Backend, TestApp};
 
 const TOKEN: &str = "ussd-callback-7Qm2xZ9p";
 const SERVICE: &str = "*920*44#";
@@ -420,21 +421,18 @@ fn ussd_on() -> Value {
 
 /// `PATCH /settings/ussd {config}` (signed settings:write); returns the category as answered.
 async fn set_ussd(app: &TestApp, config: Value) -> Value {
-    let (s, b) = app.signed(Method::PATCH, USSD_SETTINGS, Some(json!({"config": config}))).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = app.api().patch(USSD_SETTINGS, &json!({"config": config}), StatusCode::OK).await;
     b["data"]["config"].clone()
 }
 
 async fn voting_module(app: &TestApp, on: Value) {
     let body = json!({"config": {"modules": {"voting": on}}});
-    let (s, b) = app.signed(Method::PATCH, "/api/white-label/v1/settings/operations", Some(body)).await;
-    assert_eq!(s, 200, "{b}");
+    let _: Value = app.api().patch("/api/white-label/v1/settings/operations", &body, StatusCode::OK).await;
 }
 
 async fn nominee(app: &TestApp, campaign: &str, name: &str, code: &str, status: &str) -> String {
     let body = json!({"campaignId": campaign, "name": name, "code": code, "status": status});
-    let (s, b) = app.signed(Method::POST, "/api/white-label/v1/participants", Some(body)).await;
-    assert_eq!(s, 201, "{b}");
+    let b: Value = app.api().post("/api/white-label/v1/participants", &body, StatusCode::CREATED).await;
     assert_eq!(b["data"]["code"], code, "{b}");
     b["data"]["id"].as_str().expect("id").to_string()
 }
@@ -556,13 +554,13 @@ async fn repost_success(app: &TestApp, provider: &str, charge: &Value) -> RawRes
         "channel": charge["channel"], "customer": {"email": charge["email"]},
     }});
     let (body, sig) = signed_event(provider, &platform_secret(provider), event);
-    post_webhook(app, provider, body, Some(&sig)).await
+    post_callback(app, provider, body, Some(&sig)).await
 }
 
 // ---------------------------------------------------------------------------------------------
 // 1. The whole flow on each gateway
 
-/// How the duplicate webhook of [`whole_flow`] arrives.
+/// How the duplicate callback of [`whole_flow`] arrives.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Duplicate {
     /// The test posts the signed body again after the first was reconciled.
@@ -573,7 +571,7 @@ enum Duplicate {
 
 /// code → count → confirm → END; one pending vote transaction (channel ussd) and no charge until
 /// the worker runs; then ONE mobile-money charge through `provider`; paid: the nominee has the
-/// votes, once, however often the webhook comes.
+/// votes, once, however often the callback comes.
 async fn whole_flow(b: Backend, gw: Gw, provider: &str, duplicate: Duplicate) {
     let r = rig(b).await;
     match provider {
@@ -584,8 +582,7 @@ async fn whole_flow(b: Backend, gw: Gw, provider: &str, duplicate: Duplicate) {
         // None there: the payments defaultProvider.
         "provider_c" => {
             let body = json!({"config": {"defaultProvider": "provider_c"}});
-            let (s, b) = r.signed(Method::PATCH, "/api/white-label/v1/settings/payments", Some(body)).await;
-            assert_eq!(s, 200, "{b}");
+            let _: Value = r.api().patch("/api/white-label/v1/settings/payments", &body, StatusCode::OK).await;
         }
         // Neither: the routing for channel ussd (provider_a in these tests).
         _ => {}
@@ -624,13 +621,13 @@ async fn whole_flow(b: Backend, gw: Gw, provider: &str, duplicate: Duplicate) {
         Duplicate::Reposted => {
             let settled = sim.charge(&reference).await.expect("charge");
             let again = repost_success(&r, provider, &settled).await;
-            assert!((200..300).contains(&again.status), "the same webhook again: {}", again.json());
+            assert!((200..300).contains(&again.status), "the same callback again: {}", again.json());
         }
         Duplicate::Fault => {
             let (_, hooks) = sim.get("/sandbox/webhooks").await;
             let sent =
                 hooks.as_array().map_or(0, |h| h.iter().filter(|w| w["reference"] == reference.as_str()).count());
-            assert!(sent >= 2, "the sandbox sent the webhook twice: {hooks}");
+            assert!(sent >= 2, "the sandbox sent the callback twice: {hooks}");
         }
     }
     drain(&r).await;
@@ -648,7 +645,7 @@ async fn a_vote_through_hubtel_is_charged_through_the_ussd_provider_and_credited
     whole_flow(b, Gw::Hubtel, "provider_b", Duplicate::Reposted).await;
 }
 
-async fn a_vote_through_nalo_is_credited_once_when_the_webhook_comes_twice(b: Backend) {
+async fn a_vote_through_nalo_is_credited_once_when_the_callback_comes_twice(b: Backend) {
     whole_flow(b, Gw::Nalo, "provider_a", Duplicate::Fault).await;
 }
 
@@ -804,8 +801,7 @@ async fn cancelling_at_the_confirm_screen_records_and_charges_nothing(b: Backend
         h.send("2").await.ends(&["Cancelled"]);
     }
     drain(&r).await;
-    let (s, list) = r.signed(Method::GET, PAYMENTS, None).await;
-    assert_eq!(s, 200, "{list}");
+    let list: Value = r.api().get(PAYMENTS, StatusCode::OK).await;
     assert_eq!(list["pagination"]["total"], 0, "no transaction: {list}");
     let sim = Sim::of(&r);
     for gw in Gw::ALL {
@@ -854,10 +850,10 @@ async fn long_names_still_fit_every_screen(b: Backend) {
         s.chars().take(255).collect::<String>()
     };
     let title = long("Campaign");
-    let (s, body) = r
-        .signed(Method::PATCH, &format!("/api/white-label/v1/campaigns/{}", r.campaign), Some(json!({"title": title})))
+    let _: Value = r
+        .api()
+        .patch(&format!("/api/white-label/v1/campaigns/{}", r.campaign), &json!({"title": title}), StatusCode::OK)
         .await;
-    assert_eq!(s, 200, "{body}");
     // The first screen names the campaign the code serves.
     set_ussd(&r, json!({"campaignId": r.campaign})).await;
     nominee(&r, &r.campaign, &long("Nominee"), "LONG", "active").await;
@@ -903,8 +899,8 @@ async fn a_hubtel_release_or_timeout_ends_the_session_and_confirms_nothing(b: Ba
     assert!(Sim::of(&r).charges_of(msisdn).await.is_empty(), "nothing charged");
 }
 
-/// The webhook of a paid mobile-money charge is lost: the verify poll credits the vote, once.
-async fn a_lost_webhook_is_made_up_by_the_verify_poll(b: Backend) {
+/// The callback of a paid mobile-money charge is lost: the verify poll credits the vote, once.
+async fn a_lost_callback_is_made_up_by_the_verify_poll(b: Backend) {
     let r = rig(b).await;
     let sim = Sim::of(&r);
     let (msisdn, net) = Gw::Arkesel.phone();
@@ -916,7 +912,7 @@ async fn a_lost_webhook_is_made_up_by_the_verify_poll(b: Backend) {
     assert_momo_charge(&sim.charge(&reference).await.expect("charge"), "provider_a", msisdn, net, 1000, 1);
     sim.faults(json!({"webhookDropPercent": 100})).await;
     sandbox_settle(&r, &reference, "succeed", json!({})).await;
-    assert_eq!(r.store.webhook_count(&reference).await.expect("count"), 0, "the webhook was dropped");
+    assert_eq!(r.store.webhook_count(&reference).await.expect("count"), 0, "the callback was dropped");
     // The verify interval is 1 ms in these tests: the next poll is due at once.
     std::thread::sleep(Duration::from_millis(5));
     drain(&r).await;
@@ -1248,8 +1244,7 @@ async fn the_callback_token_is_write_only_and_reads_back_masked(b: Backend) {
     let answered = set_ussd(&r, json!({"maxVotes": 20})).await;
     assert_eq!(answered["callbackToken"], masked.as_str(), "{answered}");
     assert_eq!(answered["maxVotes"], 20, "{answered}");
-    let (s, all) = r.signed(Method::GET, "/api/white-label/v1/settings?categories=ussd", None).await;
-    assert_eq!(s, 200, "{all}");
+    let all: Value = r.api().get("/api/white-label/v1/settings?categories=ussd", StatusCode::OK).await;
     let ussd = &all["data"]["ussd"];
     assert_eq!(ussd["callbackToken"], masked.as_str(), "{all}");
     assert_eq!(ussd["enabled"], true);
@@ -1271,7 +1266,7 @@ async fn the_callback_token_is_write_only_and_reads_back_masked(b: Backend) {
 on_both!(
     a_vote_through_africastalking_is_charged_by_mobile_money_and_credited_once,
     a_vote_through_hubtel_is_charged_through_the_ussd_provider_and_credited_once,
-    a_vote_through_nalo_is_credited_once_when_the_webhook_comes_twice,
+    a_vote_through_nalo_is_credited_once_when_the_callback_comes_twice,
     a_vote_through_arkesel_is_charged_through_the_default_provider_and_credited_once,
     inputs_given_with_the_dial_jump_to_the_confirm_screen_on_every_gateway,
     the_gateways_network_field_decides_over_the_numbers_prefix,
@@ -1282,7 +1277,7 @@ on_both!(
     a_gateway_repeating_the_confirming_request_opens_one_vote,
     long_names_still_fit_every_screen,
     a_hubtel_release_or_timeout_ends_the_session_and_confirms_nothing,
-    a_lost_webhook_is_made_up_by_the_verify_poll,
+    a_lost_callback_is_made_up_by_the_verify_poll,
     a_redial_with_a_pending_vote_offers_to_prompt_again_cancel_or_vote_anew,
     a_session_resumes_after_a_server_restart,
     wrong_or_missing_tokens_are_401_and_unknown_gateways_400,

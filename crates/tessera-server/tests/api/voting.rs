@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
-use crate::helpers::{assert_error, spawn, spawn_second, Backend, TestApp, TestKey};
-use crate::payments::{drain, initialize, running_campaign, sandbox_settle, spawn_paid, spawn_paid_with, PayApp};
-use crate::ticket_types::{campaign_body, create_campaign, create_campaign_as, key_with, send};
+use crate::support::catalogue::{campaign_body, create_campaign, create_campaign_as, running_campaign};
+use crate::support::client::{assert_error, send, StatusCode};
+use crate::support::payments::{initialize, sandbox_settle, spawn_paid, spawn_paid_with, PayApp};
+use crate::support::server::{drain, key_with, spawn, spawn_second, Backend, TestApp, TestKey};
 
 const PARTICIPANTS: &str = "/api/white-label/v1/participants";
 
@@ -24,34 +25,29 @@ async fn voting_campaign(app: &TestApp, shown: Option<bool>) -> String {
     if let Some(shown) = shown {
         body["metadata"] = json!({"showVoteCounts": shown});
     }
-    let (s, b) = app.signed(Method::POST, "/api/white-label/v1/campaigns", Some(body)).await;
-    assert_eq!(s, 201, "{b}");
+    let b: Value = app.api().post("/api/white-label/v1/campaigns", &body, StatusCode::CREATED).await;
     b["data"]["id"].as_str().expect("id").to_string()
 }
 
 async fn nominee(app: &TestApp, campaign: &str, name: &str, status: &str) -> String {
     let body = json!({"campaignId": campaign, "name": name, "status": status, "description": format!("About {name}"),
         "imageUrl": "https://cdn.example.com/n.png"});
-    let (s, b) = app.signed(Method::POST, PARTICIPANTS, Some(body)).await;
-    assert_eq!(s, 201, "{b}");
+    let b: Value = app.api().post(PARTICIPANTS, &body, StatusCode::CREATED).await;
     b["data"]["id"].as_str().expect("id").to_string()
 }
 
 async fn set_status(app: &TestApp, id: &str, status: &str) {
-    let (s, b) = app.signed(Method::PATCH, &format!("{PARTICIPANTS}/{id}"), Some(json!({"status": status}))).await;
-    assert_eq!(s, 200, "{b}");
+    let _: Value = app.api().patch(&format!("{PARTICIPANTS}/{id}"), &json!({"status": status}), StatusCode::OK).await;
 }
 
 async fn show_counts(app: &TestApp, campaign: &str, shown: bool) {
     let body = json!({"metadata": {"showVoteCounts": shown}});
-    let (s, b) = app.signed(Method::PATCH, &format!("/api/white-label/v1/campaigns/{campaign}"), Some(body)).await;
-    assert_eq!(s, 200, "{b}");
+    let _: Value = app.api().patch(&format!("/api/white-label/v1/campaigns/{campaign}"), &body, StatusCode::OK).await;
 }
 
 async fn modules(app: &TestApp, voting: Value) {
     let body = json!({"config": {"modules": {"voting": voting}}});
-    let (s, b) = app.signed(Method::PATCH, "/api/white-label/v1/settings/operations", Some(body)).await;
-    assert_eq!(s, 200, "{b}");
+    let _: Value = app.api().patch("/api/white-label/v1/settings/operations", &body, StatusCode::OK).await;
 }
 
 async fn public(app: &TestApp, key: &TestKey, path: &str) -> RawResponse {
@@ -163,8 +159,7 @@ async fn the_leaderboard_ranks_ties_together_and_hides_hidden_nominees(b: Backen
     set_status(&p, &hid, "hidden").await;
     set_status(&p, &eli, "eliminated").await;
 
-    let (s, body) = p.signed(Method::GET, &board_path(&c), None).await;
-    assert_eq!(s, 200, "{body}");
+    let body: Value = p.api().get(&board_path(&c), StatusCode::OK).await;
     let board = &body["data"];
     assert_eq!(board["campaignId"], c.as_str());
     assert_eq!(board["totalVotes"], 5, "hidden votes are not counted: {board}");
@@ -219,8 +214,7 @@ async fn the_leaderboard_is_refused_where_it_does_not_exist_or_may_not_be_read(b
         assert_error(&r, 404, "not_found");
     }
     // An empty campaign's board lists nobody.
-    let (s, b) = app.signed(Method::GET, &board_path(&draft), None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = app.api().get(&board_path(&draft), StatusCode::OK).await;
     assert_eq!(b["data"]["participants"], json!([]));
     assert_eq!(b["data"]["totalVotes"], 0);
     // Domain key: a draft is not public (404), a campaign key sees its campaign only.
@@ -343,7 +337,7 @@ async fn a_paid_vote_shows_on_an_open_stream_within_a_second(b: Backend) {
     let settled = Instant::now();
     let board = stream.next(Duration::from_secs(1)).await.expect("the new totals within 1 s");
     eprintln!(
-        "stream latency: {:?} after the settle committed, {:?} after the payment (webhook, reconcile, settle)",
+        "stream latency: {:?} after the settle committed, {:?} after the payment (callback, reconcile, settle)",
         settled.elapsed(),
         paid.elapsed()
     );
@@ -396,7 +390,7 @@ async fn a_vote_paid_on_another_instance_reaches_the_stream(b: Backend) {
         return; // one instance per SQLite data dir (D17.3)
     }
     let p = spawn_paid_with(b, |c| {
-        if crate::helpers::test_redis_url().is_none() {
+        if crate::support::server::test_redis_url().is_none() {
             c.redis.url = "redis://127.0.0.1:6379".to_string().into();
             c.redis.key_prefix = format!("tessera:test-voting-{}:", tessera_server::domain::new_id());
         }

@@ -9,66 +9,23 @@ use serde_json::{json, Value};
 use sqlx::Row;
 use tessera_client::Method;
 
-use crate::helpers::{detail_fields, spawn, spawn_with, Backend, TestApp, TestKey};
+use crate::support::client::{detail_fields, StatusCode};
+use crate::support::db::{connect, now_ms, record_event};
+use crate::support::server::{spawn, spawn_with, Backend, TestApp, TestKey};
 
 const V1: &str = "/api/white-label/v1";
 const ENDPOINTS: &str = "/api/white-label/v1/webhook-endpoints";
 /// A public-looking host that never resolves (`.invalid`, RFC 2606): nothing is ever delivered.
 const URL: &str = "https://hooks.tessera.invalid/in";
 
-async fn connect(app: &TestApp) -> sqlx::AnyConnection {
-    sqlx::any::install_default_drivers();
-    <sqlx::AnyConnection as sqlx::Connection>::connect(&app.database_url).await.expect("connect")
-}
-
-/// Records an event of `account` as `store::events::record` does (without fanning it out to
-/// deliveries); returns its id and sequence.
-pub(crate) async fn record_event(
-    app: &TestApp,
-    account: &str,
-    event_type: &str,
-    data: &str,
-    created_at: i64,
-) -> (String, i64) {
-    let mut conn = connect(app).await;
-    let sequence: i64 = sqlx::query(
-        "INSERT INTO event_sequences (account_id, last) VALUES ($1, 1) \
-         ON CONFLICT (account_id) DO UPDATE SET last = event_sequences.last + 1 RETURNING last",
-    )
-    .bind(account)
-    .fetch_one(&mut conn)
-    .await
-    .expect("sequence")
-    .get("last");
-    let id = uuid::Uuid::now_v7().to_string();
-    sqlx::query(
-        "INSERT INTO events (id, account_id, sequence, type, data, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(&id)
-    .bind(account)
-    .bind(sequence)
-    .bind(event_type)
-    .bind(data)
-    .bind(created_at)
-    .execute(&mut conn)
-    .await
-    .expect("event");
-    (id, sequence)
-}
-
 async fn count(app: &TestApp, sql: &str, id: &str) -> i64 {
     let mut conn = connect(app).await;
     sqlx::query(sql).bind(id).fetch_one(&mut conn).await.expect("count").get::<i64, _>(0)
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis() as i64
-}
-
 /// Creates an endpoint as the default account; returns the answer's `data`.
 pub(crate) async fn create(app: &TestApp, body: Value) -> Value {
-    let (s, v) = app.signed(Method::POST, ENDPOINTS, Some(body)).await;
-    assert_eq!(s, 201, "{v}");
+    let v: Value = app.api().post(ENDPOINTS, &body, StatusCode::CREATED).await;
     v["data"].clone()
 }
 
@@ -119,13 +76,11 @@ async fn an_endpoint_is_created_with_its_secret_shown_once_and_sealed_at_rest(b:
     let (sealed, previous, _) = sealed_secrets(&app, &id).await;
     assert!(!sealed.contains(&secret) && previous.is_none());
     assert_eq!(plain_secret(&app, &id, &sealed), secret);
-    let (s, shown) = app.signed(Method::GET, &format!("{ENDPOINTS}/{id}"), None).await;
-    assert_eq!(s, 200, "{shown}");
+    let shown: Value = app.api().get(&format!("{ENDPOINTS}/{id}"), StatusCode::OK).await;
     let mut expected = created.clone();
     expected.as_object_mut().expect("object").remove("secret");
     assert_eq!(shown["data"], expected);
-    let (s, list) = app.signed(Method::GET, ENDPOINTS, None).await;
-    assert_eq!(s, 200, "{list}");
+    let list: Value = app.api().get(ENDPOINTS, StatusCode::OK).await;
     assert_eq!(list["data"], json!([expected]));
     assert_eq!(list["pagination"], json!({"page": 1, "limit": 20, "total": 1, "hasMore": false}));
     assert!(!list.to_string().contains(&secret));
@@ -224,9 +179,8 @@ async fn a_patch_changes_what_it_names_and_a_status_change_records_why(b: Backen
     assert!(d.get("secret").is_none(), "{d}");
 
     let other = "https://elsewhere.tessera.invalid/hook";
-    let (s, v) =
-        app.signed(Method::PATCH, &path, Some(json!({"url": other, "eventTypes": null, "description": null}))).await;
-    assert_eq!(s, 200, "{v}");
+    let v: Value =
+        app.api().patch(&path, &json!({"url": other, "eventTypes": null, "description": null}), StatusCode::OK).await;
     assert_eq!(v["data"]["url"], other);
     assert!(v["data"]["eventTypes"].is_null() && v["data"]["description"].is_null(), "{v}");
 
@@ -256,8 +210,7 @@ async fn a_patch_changes_what_it_names_and_a_status_change_records_why(b: Backen
         .execute(&mut conn)
         .await
         .expect("failing");
-    let (s, v) = app.signed(Method::PATCH, &path, Some(json!({"status": "enabled"}))).await;
-    assert_eq!(s, 200, "{v}");
+    let _: Value = app.api().patch(&path, &json!({"status": "enabled"}), StatusCode::OK).await;
     assert_eq!(count(&app, fresh, &id).await, 0, "still failing since 5");
 
     let audit = app.store.audit_entries(&app.account.id, 10).await.expect("audit");
@@ -273,8 +226,8 @@ async fn delete_answers_204_and_takes_the_deliveries_and_attempts_with_it(b: Bac
     let app = spawn(b).await;
     let id = id_of(&create(&app, json!({"url": URL})).await);
     let (event, _) = record_event(&app, &app.account.id, "payment.failed", r#"{"reference":"r1"}"#, now_ms()).await;
-    let (s, v) = app.signed(Method::POST, &format!("{ENDPOINTS}/{id}/replay"), Some(json!({"eventId": event}))).await;
-    assert_eq!(s, 202, "{v}");
+    let _: Value =
+        app.api().post(&format!("{ENDPOINTS}/{id}/replay"), &json!({"eventId": event}), StatusCode::ACCEPTED).await;
     let mut conn = connect(&app).await;
     sqlx::query(
         "INSERT INTO webhook_attempts (id, account_id, endpoint_id, event_id, status_code, duration_ms, error, at) \
@@ -321,8 +274,7 @@ async fn rotation_answers_a_new_secret_and_keeps_the_previous_one_for_a_day(b: B
     let until = until.expect("until");
     assert!((before + 86_400_000..=now_ms() + 86_400_000).contains(&until), "24 h grace: {until}");
 
-    let (s, v) = app.signed(Method::POST, &path, Some(json!({}))).await;
-    assert_eq!(s, 200, "{v}");
+    let _: Value = app.api().post(&path, &json!({}), StatusCode::OK).await;
     let (_, previous, _) = sealed_secrets(&app, &id).await;
     assert_eq!(plain_secret(&app, &id, &previous.expect("previous")), second, "the oldest is dropped");
     let (s, v) = app.signed(Method::POST, &path, Some(json!({"secret": "whsec_mine"}))).await;
@@ -593,8 +545,7 @@ async fn a_recorded_change_is_in_the_feed_and_queued_for_the_endpoints_that_take
     assert_eq!(s, 201, "{v}");
     let campaign = v["data"]["id"].as_str().expect("id").to_string();
     let at = format!("{V1}/campaigns/{campaign}");
-    let (s, v) = app.signed(Method::PATCH, &at, Some(json!({"status": "pending_approval"}))).await;
-    assert_eq!(s, 200, "{v}");
+    let _: Value = app.api().patch(&at, &json!({"status": "pending_approval"}), StatusCode::OK).await;
 
     let (_, feed) = app.signed(Method::GET, &format!("{V1}/events"), None).await;
     let events = feed["data"].as_array().expect("items");
@@ -639,9 +590,10 @@ async fn a_test_event_answers_202_with_its_attempt_and_stays_out_of_the_feed(b: 
     let (url, got, _stop) = receiver().await;
     // The filter does not apply to test events (D17.41).
     let id = id_of(&create(&app, json!({"url": url, "eventTypes": ["payment.failed"]})).await);
-    let (s, v) =
-        app.signed(Method::POST, &format!("{ENDPOINTS}/{id}/test"), Some(json!({"type": "ticket.checked_in"}))).await;
-    assert_eq!(s, 202, "{v}");
+    let v: Value = app
+        .api()
+        .post(&format!("{ENDPOINTS}/{id}/test"), &json!({"type": "ticket.checked_in"}), StatusCode::ACCEPTED)
+        .await;
     let d = &v["data"];
     let event = d["eventId"].as_str().expect("eventId").to_string();
     assert!(uuid::Uuid::parse_str(&event).is_ok(), "{v}");

@@ -15,11 +15,10 @@ use serde_json::{json, Value};
 use standardwebhooks::Webhook;
 use tessera_client::Method;
 
-use crate::helpers::{assert_error, detail_fields, Backend, TestApp, TestKey, ALL_PRIVATE_SCOPES};
-use crate::payments::{
-    buy, drain, initialize, participant, payment, running_campaign, sandbox_settle, spawn_paid_with, ticket_type,
-    PayApp,
-};
+use crate::support::catalogue::{participant, running_campaign, ticket_type};
+use crate::support::client::{assert_error, detail_fields};
+use crate::support::payments::{buy, initialize, payment, sandbox_settle, spawn_paid_with, PayApp};
+use crate::support::server::{drain, Backend, TestApp, TestKey, ALL_PRIVATE_SCOPES};
 
 const ENDPOINTS: &str = "/api/white-label/v1/webhook-endpoints";
 const EVENTS: &str = "/api/white-label/v1/events";
@@ -178,8 +177,7 @@ async fn endpoint(app: &TestApp, rx: &Receiver, path: &str, event_types: Option<
     if let Some(t) = event_types {
         body["eventTypes"] = t;
     }
-    let (s, v) = app.signed(Method::POST, ENDPOINTS, Some(body)).await;
-    assert_eq!(s, 201, "{v}");
+    let v: Value = app.api().post(ENDPOINTS, &body, StatusCode::CREATED).await;
     let secret = v["data"]["secret"].as_str().expect("secret");
     assert!(secret.starts_with("whsec_"), "{v}");
     rx.secrets(path, &[secret]);
@@ -187,8 +185,7 @@ async fn endpoint(app: &TestApp, rx: &Receiver, path: &str, event_types: Option<
 }
 
 async fn show_endpoint(app: &TestApp, id: &str) -> Value {
-    let (s, v) = app.signed(Method::GET, &format!("{ENDPOINTS}/{id}"), None).await;
-    assert_eq!(s, 200, "{v}");
+    let v: Value = app.api().get(&format!("{ENDPOINTS}/{id}"), StatusCode::OK).await;
     v["data"].clone()
 }
 
@@ -217,8 +214,7 @@ async fn feed_of(app: &TestApp, key: &TestKey) -> Vec<Value> {
     let mut items = Vec::new();
     let mut after = 0;
     loop {
-        let (s, v) = app.signed_as(key, Method::GET, &format!("{EVENTS}?after={after}&limit=100"), None).await;
-        assert_eq!(s, 200, "{v}");
+        let v: Value = app.api_as(key).get(&format!("{EVENTS}?after={after}&limit=100"), StatusCode::OK).await;
         let page = v["data"].as_array().expect("feed items").clone();
         let Some(last) = page.last() else { return items };
         after = last["sequence"].as_i64().expect("sequence");
@@ -351,14 +347,14 @@ async fn a_check_in_is_delivered_with_the_ticket(b: Backend) {
     let reference = paid_purchase(&p, "succeed").await;
     drain(&p).await;
     let code = payment(&p, &reference).await["tickets"][0]["ticketCode"].as_str().expect("code").to_string();
-    let (s, v) = p
-        .signed(
-            Method::POST,
+    let v: Value = p
+        .api()
+        .post(
             "/api/white-label/v1/tickets/verify",
-            Some(json!({"ticketCode": code, "autoVerify": true, "checkedInBy": "gate-1"})),
+            &json!({"ticketCode": code, "autoVerify": true, "checkedInBy": "gate-1"}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{v}");
     assert_eq!(v["data"]["result"], "checked_in");
     until(&p, "ticket.checked_in", || !rx.of_type("all", "ticket.checked_in").is_empty()).await;
     let d = rx.of_type("all", "ticket.checked_in").remove(0);
@@ -412,8 +408,7 @@ async fn withdrawals_deliver_succeeded_and_failed(b: Backend) {
     .await;
     for (id, t, status) in [(&ids[0], "withdrawal.succeeded", "completed"), (&ids[1], "withdrawal.failed", "failed")] {
         let d = rx.of_type("all", t).remove(0);
-        let (s, w) = p.signed_as(&key, Method::GET, &format!("{WITHDRAWALS}/{id}"), None).await;
-        assert_eq!(s, 200, "{w}");
+        let w: Value = p.api_as(&key).get(&format!("{WITHDRAWALS}/{id}"), StatusCode::OK).await;
         assert_eq!(w["data"]["status"], status);
         assert_eq!(d.json["data"], w["data"], "{t}: data is the withdrawal");
     }
@@ -428,12 +423,10 @@ async fn a_campaign_status_change_is_delivered_with_the_campaign(b: Backend) {
     let body = json!({"title": "Status Watch Night", "description": "A campaign whose status moves.",
         "campaign_type": "ticketing", "start_date": fmt(now + time::Duration::days(1)),
         "end_date": fmt(now + time::Duration::days(30)), "status": "draft"});
-    let (s, v) = p.signed(Method::POST, CAMPAIGNS, Some(body)).await;
-    assert_eq!(s, 201, "{v}");
+    let v: Value = p.api().post(CAMPAIGNS, &body, StatusCode::CREATED).await;
     let id = v["data"]["id"].as_str().expect("id").to_string();
-    let (s, v) =
-        p.signed(Method::PATCH, &format!("{CAMPAIGNS}/{id}"), Some(json!({"status": "pending_approval"}))).await;
-    assert_eq!(s, 200, "{v}");
+    let _: Value =
+        p.api().patch(&format!("{CAMPAIGNS}/{id}"), &json!({"status": "pending_approval"}), StatusCode::OK).await;
     until(&p, "campaign.status.updated", || {
         rx.of_type("all", "campaign.status.updated").iter().any(|d| d.json["data"]["status"] == "pending_approval")
     })
@@ -492,17 +485,16 @@ async fn sequences_are_gap_free_from_one_and_each_endpoint_gets_them_in_order(b:
     }
     // Each account has its own sequence, from 1; the feed shows only the account's own events.
     let other = p.new_account("other").await;
-    let (s, v) = p
-        .signed_as(
-            &other.private,
-            Method::POST,
+    let v: Value = p
+        .api_as(&other.private)
+        .post(
             CAMPAIGNS,
-            Some(json!({"title": "Other Account Night", "description": "Another account's campaign.",
+            &json!({"title": "Other Account Night", "description": "Another account's campaign.",
                 "campaign_type": "ticketing", "start_date": now_rfc3339(time::Duration::days(1)),
-                "end_date": now_rfc3339(time::Duration::days(9)), "status": "draft"})),
+                "end_date": now_rfc3339(time::Duration::days(9)), "status": "draft"}),
+            StatusCode::CREATED,
         )
         .await;
-    assert_eq!(s, 201, "{v}");
     let cid = v["data"]["id"].as_str().expect("id").to_string();
     let (s, v) = p
         .signed_as(
@@ -539,8 +531,7 @@ async fn a_500_is_retried_with_the_same_webhook_id_and_logged_as_attempts(b: Bac
     assert!(all.iter().all(|d| d.body == all[0].body), "the same body on every retry");
     assert_well_formed(&rx, "r");
     // The attempts, newest first.
-    let (s, v) = p.signed(Method::GET, &format!("{ENDPOINTS}/{ep}/attempts"), None).await;
-    assert_eq!(s, 200, "{v}");
+    let v: Value = p.api().get(&format!("{ENDPOINTS}/{ep}/attempts"), StatusCode::OK).await;
     let items = v["data"].as_array().expect("attempts");
     assert_eq!(items.len(), 3, "{v}");
     let mut codes: Vec<i64> = items.iter().map(|a| a["statusCode"].as_i64().unwrap_or_default()).collect();
@@ -564,8 +555,7 @@ async fn a_500_is_retried_with_the_same_webhook_id_and_logged_as_attempts(b: Bac
         assert_eq!(items[0]["error"], Value::Null, "{v}");
     }
     // Paginated like other lists.
-    let (s, v) = p.signed(Method::GET, &format!("{ENDPOINTS}/{ep}/attempts?page=2&limit=2"), None).await;
-    assert_eq!(s, 200, "{v}");
+    let v: Value = p.api().get(&format!("{ENDPOINTS}/{ep}/attempts?page=2&limit=2"), StatusCode::OK).await;
     assert_eq!(v["data"].as_array().map(Vec::len), Some(1), "{v}");
     assert_eq!(v["data"][0]["statusCode"], 500);
     settle(&p).await;
@@ -589,8 +579,7 @@ async fn a_410_disables_the_endpoint_at_once_and_re_enabling_sends_the_event(b: 
     assert_eq!(rx.all("g").len(), 1);
     // Enabled again: the event the 410 answered is still pending and goes first.
     rx.plan("g", |_| 200);
-    let (s, v) = p.signed(Method::PATCH, &format!("{ENDPOINTS}/{ep}"), Some(json!({"status": "enabled"}))).await;
-    assert_eq!(s, 200, "{v}");
+    let v: Value = p.api().patch(&format!("{ENDPOINTS}/{ep}"), &json!({"status": "enabled"}), StatusCode::OK).await;
     assert_eq!(v["data"]["disabledReason"], Value::Null, "{v}");
     until(&p, "the pending event after re-enabling", || !rx.delivered("g").is_empty()).await;
     let first = rx.all("g")[0].clone();
@@ -618,8 +607,8 @@ async fn an_event_whose_retries_are_used_up_fails_and_the_next_one_goes(b: Backe
     // A replay sends it again, with its own id.
     let failed_id = failed[0].id.clone();
     rx.plan("u", |_| 200);
-    let (s, v) = p.signed(Method::POST, &format!("{ENDPOINTS}/{ep}/replay"), Some(json!({"eventId": failed_id}))).await;
-    assert_eq!(s, 202, "{v}");
+    let v: Value =
+        p.api().post(&format!("{ENDPOINTS}/{ep}/replay"), &json!({"eventId": failed_id}), StatusCode::ACCEPTED).await;
     assert_eq!(v["data"]["queued"], 1);
     until(&p, "the replayed event", || rx.delivered("u").iter().any(|d| d.id == failed_id)).await;
     assert_well_formed(&rx, "u");
@@ -670,8 +659,7 @@ async fn an_endpoint_gets_only_the_types_it_takes(b: Backend) {
     assert_eq!(types, vec!["payment.failed".to_string()]);
     assert_eq!(rx.all("only")[0].id, rx.of_type("every", "payment.failed")[0].id, "one event, one id everywhere");
     // Null takes every type again.
-    let (s, v) = p.signed(Method::PATCH, &format!("{ENDPOINTS}/{only}"), Some(json!({"eventTypes": null}))).await;
-    assert_eq!(s, 200, "{v}");
+    let v: Value = p.api().patch(&format!("{ENDPOINTS}/{only}"), &json!({"eventTypes": null}), StatusCode::OK).await;
     assert_eq!(v["data"]["eventTypes"], Value::Null);
     paid_purchase(&p, "succeed").await;
     until(&p, "a purchase at the widened endpoint", || !rx.of_type("only", "ticket.purchase.confirmed").is_empty())
@@ -682,8 +670,7 @@ async fn an_endpoint_gets_only_the_types_it_takes(b: Backend) {
 
 async fn after_a_rotation_both_signatures_are_sent_and_each_verifies(b: Backend) {
     let (p, rx) = spawn_hooks(b).await;
-    let (s, v) = p.signed(Method::POST, ENDPOINTS, Some(json!({"url": rx.url("rot")}))).await;
-    assert_eq!(s, 201, "{v}");
+    let v: Value = p.api().post(ENDPOINTS, &json!({"url": rx.url("rot")}), StatusCode::CREATED).await;
     let ep = v["data"]["id"].as_str().expect("id").to_string();
     let old = v["data"]["secret"].as_str().expect("secret").to_string();
     let (s, v) = p.signed(Method::POST, &format!("{ENDPOINTS}/{ep}/rotate-secret"), Some(json!({}))).await;
@@ -720,9 +707,10 @@ fn crate_secret() -> String {
 async fn a_test_event_is_sent_at_once_without_sequence_whatever_the_filter(b: Backend) {
     let (p, rx) = spawn_hooks(b).await;
     let ep = endpoint(&p, &rx, "t", Some(json!(["payment.failed"]))).await;
-    let (s, v) =
-        p.signed(Method::POST, &format!("{ENDPOINTS}/{ep}/test"), Some(json!({"type": "vote.payment.success"}))).await;
-    assert_eq!(s, 202, "{v}");
+    let v: Value = p
+        .api()
+        .post(&format!("{ENDPOINTS}/{ep}/test"), &json!({"type": "vote.payment.success"}), StatusCode::ACCEPTED)
+        .await;
     let answer = v["data"].clone();
     assert_eq!(answer["statusCode"], 200, "{answer}");
     assert_eq!(answer["error"], Value::Null);
@@ -739,15 +727,13 @@ async fn a_test_event_is_sent_at_once_without_sequence_whatever_the_filter(b: Ba
     assert_well_formed(&rx, "t");
     // A refused test event is reported, logged and not retried.
     rx.plan("t", |_| 500);
-    let (s, v) =
-        p.signed(Method::POST, &format!("{ENDPOINTS}/{ep}/test"), Some(json!({"type": "payment.failed"}))).await;
-    assert_eq!(s, 202, "{v}");
+    let v: Value =
+        p.api().post(&format!("{ENDPOINTS}/{ep}/test"), &json!({"type": "payment.failed"}), StatusCode::ACCEPTED).await;
     assert_eq!(v["data"]["statusCode"], 500);
     settle(&p).await;
     assert_eq!(rx.all("t").len(), 2, "a test event is not retried");
     assert!(feed(&p).await.iter().all(|e| e["id"] != event_id.as_str()), "not in the feed");
-    let (s, v) = p.signed(Method::GET, &format!("{ENDPOINTS}/{ep}/attempts"), None).await;
-    assert_eq!(s, 200, "{v}");
+    let v: Value = p.api().get(&format!("{ENDPOINTS}/{ep}/attempts"), StatusCode::OK).await;
     let attempts = v["data"].as_array().expect("attempts");
     assert_eq!(attempts.len(), 2, "{v}");
     assert_eq!(attempts[0]["statusCode"], 500);
@@ -831,17 +817,16 @@ async fn replay_by_id_and_by_range_resends_with_the_events_own_ids(b: Backend) {
         assert_eq!(r.status, 400, "{bad}: {}", r.json());
     }
     let other = p.new_account("other").await;
-    let (s, v) = p
-        .signed_as(
-            &other.private,
-            Method::POST,
+    let v: Value = p
+        .api_as(&other.private)
+        .post(
             CAMPAIGNS,
-            Some(json!({"title": "Other Replay Night", "description": "Another account's campaign.",
+            &json!({"title": "Other Replay Night", "description": "Another account's campaign.",
                 "campaign_type": "ticketing", "start_date": now_rfc3339(time::Duration::days(1)),
-                "end_date": now_rfc3339(time::Duration::days(9)), "status": "draft"})),
+                "end_date": now_rfc3339(time::Duration::days(9)), "status": "draft"}),
+            StatusCode::CREATED,
         )
         .await;
-    assert_eq!(s, 201, "{v}");
     let cid = v["data"]["id"].as_str().expect("id").to_string();
     p.signed_as(
         &other.private,
@@ -883,12 +868,10 @@ async fn the_feed_equals_what_was_delivered_and_pages_by_sequence(b: Backend) {
         assert_eq!(d.body, expected_body(e), "the feed's item is what was sent");
     }
     // after and limit.
-    let (s, v) = p.signed(Method::GET, &format!("{EVENTS}?after=1&limit=1"), None).await;
-    assert_eq!(s, 200, "{v}");
+    let v: Value = p.api().get(&format!("{EVENTS}?after=1&limit=1"), StatusCode::OK).await;
     assert_eq!(v["data"].as_array().map(Vec::len), Some(1));
     assert_eq!(v["data"][0]["sequence"], 2);
-    let (s, v) = p.signed(Method::GET, EVENTS, None).await;
-    assert_eq!(s, 200, "{v}");
+    let v: Value = p.api().get(EVENTS, StatusCode::OK).await;
     assert_eq!(v["data"].as_array().map(Vec::len), Some(events.len()), "after 0, limit 50 by default");
     let (s, v) = p.signed(Method::GET, &format!("{EVENTS}?after={}", events.len()), None).await;
     assert_eq!(s, 200);

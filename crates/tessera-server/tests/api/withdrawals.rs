@@ -5,13 +5,15 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
-use crate::helpers::{assert_error, detail_fields, Backend, TestApp, TestKey, ALL_PRIVATE_SCOPES};
-use crate::payments::{
-    assert_ledger_clean, buy, drain, platform_secret, post_webhook, running_campaign, sandbox_settle, signed_event,
-    spawn_paid, ticket_type, PayApp, BALANCE, LEDGER,
+use crate::support::callbacks::{post_callback, signed_event};
+use crate::support::catalogue::{running_campaign, ticket_type};
+use crate::support::client::{assert_error, detail_fields, StatusCode};
+use crate::support::db::now_ms;
+use crate::support::ledger::{assert_ledger_clean, ledger_kinds};
+use crate::support::payments::{
+    buy, platform_secret, sandbox_settle, spawn_paid, PayApp, BALANCE, LEDGER, WITHDRAWALS,
 };
-
-pub(crate) const WITHDRAWALS: &str = "/api/white-label/v1/withdrawals";
+use crate::support::server::{drain, Backend, TestApp, TestKey, ALL_PRIVATE_SCOPES};
 
 /// A paid-up account: one ticket of `ghs` bought and confirmed, so `ghs` is available; and a
 /// private key with the withdrawals capability.
@@ -55,14 +57,12 @@ async fn created(app: &TestApp, key: &TestKey, amount: f64) -> Value {
 }
 
 async fn show(app: &TestApp, key: &TestKey, id: &str) -> Value {
-    let (s, b) = app.signed_as(key, Method::GET, &format!("{WITHDRAWALS}/{id}"), None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = app.api_as(key).get(&format!("{WITHDRAWALS}/{id}"), StatusCode::OK).await;
     b["data"].clone()
 }
 
 async fn balance(app: &TestApp, key: &TestKey) -> Value {
-    let (s, b) = app.signed_as(key, Method::GET, BALANCE, None).await;
-    assert_eq!(s, 200, "{b}");
+    let b: Value = app.api_as(key).get(BALANCE, StatusCode::OK).await;
     b["data"].clone()
 }
 
@@ -97,25 +97,9 @@ async fn sql(app: &TestApp, statement: &str, bind: Option<i64>) {
     q.execute(&mut conn).await.expect("sql");
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-}
-
-fn ledger_kinds(ledger: &Value, reference: &str) -> Vec<(String, f64)> {
-    let mut kinds: Vec<(String, f64)> = ledger["data"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .filter(|e| e["reference"] == reference)
-        .map(|e| (e["kind"].as_str().unwrap_or_default().to_string(), e["amount"].as_f64().unwrap_or_default()))
-        .collect();
-    kinds.sort_by(|a, b| a.0.cmp(&b.0));
-    kinds
-}
-
 // ---------------------------------------------------------------------------------------------
 
-async fn a_withdrawal_holds_its_amount_and_completes_when_the_transfer_webhook_is_confirmed(b: Backend) {
+async fn a_withdrawal_holds_its_amount_and_completes_when_the_transfer_callback_is_confirmed(b: Backend) {
     let (p, key) = funded(b, 100.0).await;
     let w = created(&p, &key, 40.5).await;
     let id = w["id"].as_str().expect("id").to_string();
@@ -131,7 +115,7 @@ async fn a_withdrawal_holds_its_amount_and_completes_when_the_transfer_webhook_i
     assert_eq!(transfer["amount"], 4050);
     assert_eq!(transfer["status"], "pending");
     assert_eq!(show(&p, &key, &id).await["status"], "processing");
-    // The provider pays; its webhook is stored, confirmed with the verify API and applied.
+    // The provider pays; its callback is stored, confirmed with the verify API and applied.
     settle_transfer(&p, &id, "succeed", json!({})).await;
     assert_eq!(p.store.webhook_count(&id).await.expect("count"), 1);
     drain(&p).await;
@@ -152,7 +136,7 @@ async fn a_withdrawal_holds_its_amount_and_completes_when_the_transfer_webhook_i
     let event = json!({"event": "transfer.failed", "data": {"id": 987_654, "reference": id, "status": "failed",
         "amount": 4050, "currency": "GHS"}});
     let (bytes, sig) = signed_event("provider_a", &platform_secret("provider_a"), event);
-    assert_eq!(post_webhook(&p, "provider_a", bytes, Some(&sig)).await.status, 200);
+    assert_eq!(post_callback(&p, "provider_a", bytes, Some(&sig)).await.status, 200);
     drain(&p).await;
     assert_eq!(show(&p, &key, &id).await["status"], "completed");
     assert_ledger_clean(&p);
@@ -176,14 +160,14 @@ async fn a_failed_transfer_fails_the_withdrawal_and_releases_its_hold(b: Backend
     assert_ledger_clean(&p);
 }
 
-async fn polling_ends_withdrawals_whose_transfer_webhook_never_comes(b: Backend) {
+async fn polling_ends_withdrawals_whose_transfer_callback_never_comes(b: Backend) {
     let (p, key) = funded(b, 100.0).await;
     let paid = created(&p, &key, 20.0).await["id"].as_str().expect("id").to_string();
     let failed = created(&p, &key, 25.0).await["id"].as_str().expect("id").to_string();
     drain(&p).await;
     settle_transfer(&p, &paid, "succeed", json!({"deliver": false})).await;
     settle_transfer(&p, &failed, "fail", json!({"deliver": false})).await;
-    assert_eq!(p.store.webhook_count(&paid).await.expect("count"), 0, "no webhook was sent");
+    assert_eq!(p.store.webhook_count(&paid).await.expect("count"), 0, "no callback was sent");
     assert_eq!(until_ended(&p, &key, &paid).await["status"], "completed");
     let w = until_ended(&p, &key, &failed).await;
     assert_eq!(w["status"], "failed");
@@ -444,8 +428,8 @@ async fn a_provider_outage_is_retried_and_a_payout_down_for_24_hours_fails_and_r
     assert_ledger_clean(&p);
 }
 
-async fn an_accounts_own_payout_provider_pays_and_signs_its_transfer_webhooks(b: Backend) {
-    let p = crate::payments::spawn_paid_with(b, |c| c.security.allow_private_endpoints = true).await;
+async fn an_accounts_own_payout_provider_pays_and_signs_its_transfer_callbacks(b: Backend) {
+    let p = crate::support::payments::spawn_paid_with(b, |c| c.security.allow_private_endpoints = true).await;
     fund(&p, 70.0).await;
     let key = p.create_key(&p.account.slug, "private", None, ALL_PRIVATE_SCOPES, &["withdrawals"]).await;
     let own = p.sandbox.provider_url("provider_b");
@@ -472,7 +456,7 @@ async fn an_accounts_own_payout_provider_pays_and_signs_its_transfer_webhooks(b:
         "sk_wrong",
         json!({"event": "transfer.failed", "data": {"id": "x", "reference": id}}),
     );
-    assert_error(&post_webhook(&p, "provider_b", bytes, Some(&sig)).await, 401, "invalid_signature");
+    assert_error(&post_callback(&p, "provider_b", bytes, Some(&sig)).await, 401, "invalid_signature");
     assert_ledger_clean(&p);
 }
 
@@ -487,22 +471,22 @@ async fn approval_cli(app: &TestApp, args: &[&str]) -> Value {
 
 async fn withdrawals_above_the_threshold_wait_for_an_approval_decided_with_the_cli(b: Backend) {
     let (p, key) = funded(b, 200.0).await;
-    let (s, set) = p
-        .signed(
-            Method::PATCH,
+    let _: Value = p
+        .api()
+        .patch(
             "/api/white-label/v1/settings/operations",
-            Some(json!({"config": {"withdrawalApprovalAbove": 50}})),
+            &json!({"config": {"withdrawalApprovalAbove": 50}}),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(s, 200, "{set}");
-    let (s, bad) = p
-        .signed(
-            Method::PATCH,
+    let _: Value = p
+        .api()
+        .patch(
             "/api/white-label/v1/settings/operations",
-            Some(json!({"config": {"withdrawalApprovalAbove": -1}})),
+            &json!({"config": {"withdrawalApprovalAbove": -1}}),
+            StatusCode::BAD_REQUEST,
         )
         .await;
-    assert_eq!(s, 400, "{bad}");
     // At the threshold: no approval needed.
     assert_eq!(created(&p, &key, 50.0).await["status"], "pending");
     let big = created(&p, &key, 60.0).await;
@@ -566,9 +550,9 @@ async fn the_sdk_creates_and_reads_withdrawals(b: Backend) {
 }
 
 on_both!(
-    a_withdrawal_holds_its_amount_and_completes_when_the_transfer_webhook_is_confirmed,
+    a_withdrawal_holds_its_amount_and_completes_when_the_transfer_callback_is_confirmed,
     a_failed_transfer_fails_the_withdrawal_and_releases_its_hold,
-    polling_ends_withdrawals_whose_transfer_webhook_never_comes,
+    polling_ends_withdrawals_whose_transfer_callback_never_comes,
     each_withdrawal_rule_is_a_400_naming_its_field,
     withdrawals_need_the_scope_and_the_capability_and_stay_in_their_account,
     the_same_key_and_body_replay_the_first_answer_and_another_body_is_409,
@@ -577,6 +561,6 @@ on_both!(
     fifty_concurrent_withdrawals_never_overdraw_the_balance,
     a_provider_outage_is_retried_and_a_payout_down_for_24_hours_fails_and_releases,
     withdrawals_above_the_threshold_wait_for_an_approval_decided_with_the_cli,
-    an_accounts_own_payout_provider_pays_and_signs_its_transfer_webhooks,
+    an_accounts_own_payout_provider_pays_and_signs_its_transfer_callbacks,
     the_sdk_creates_and_reads_withdrawals,
 );

@@ -3,15 +3,16 @@
 //! change nothing, and one charge is fulfilled once however many times it is delivered.
 use serde_json::json;
 
-use crate::helpers::{assert_error, Backend};
-use crate::payments::{
-    assert_ledger_clean, buy, drain, payment, platform_secret, post_webhook, running_campaign, signed_event,
-    spawn_paid, ticket_type,
-};
+use crate::support::callbacks::{post_callback, signed_event};
+use crate::support::catalogue::{running_campaign, ticket_type};
+use crate::support::client::assert_error;
+use crate::support::ledger::assert_ledger_clean;
+use crate::support::payments::{buy, payment, platform_secret, spawn_paid};
+use crate::support::server::{drain, Backend};
 
 async fn an_unsupported_provider_is_a_400_before_anything_else(b: Backend) {
     let p = spawn_paid(b).await;
-    let r = post_webhook(&p, "provider_z", b"{not json".to_vec(), None).await;
+    let r = post_callback(&p, "provider_z", b"{not json".to_vec(), None).await;
     let body = assert_error(&r, 400, "validation_failed");
     assert_eq!(body["details"][0]["field"], "provider");
 }
@@ -23,19 +24,19 @@ async fn a_missing_or_wrong_signature_is_a_401_and_nothing_is_stored(b: Backend)
     let reference = buy(&p, &c, &t, 1).await["reference"].as_str().expect("reference").to_string();
     let event = json!({"event": "charge.success", "data": {"id": 1, "reference": reference, "status": "success"}});
     let (body, _) = signed_event("provider_a", &platform_secret("provider_a"), event.clone());
-    assert_error(&post_webhook(&p, "provider_a", body.clone(), None).await, 401, "missing_auth");
+    assert_error(&post_callback(&p, "provider_a", body.clone(), None).await, 401, "missing_auth");
     let (_, wrong) = signed_event("provider_a", "sk_not_the_secret", event.clone());
-    assert_error(&post_webhook(&p, "provider_a", body.clone(), Some(&wrong)).await, 401, "invalid_signature");
+    assert_error(&post_callback(&p, "provider_a", body.clone(), Some(&wrong)).await, 401, "invalid_signature");
     // provider_b's secret signing a provider_a event, and a SHA-256 signature where SHA-512 is due.
     let (_, other) = signed_event("provider_a", &platform_secret("provider_b"), event.clone());
-    assert_error(&post_webhook(&p, "provider_a", body.clone(), Some(&other)).await, 401, "invalid_signature");
+    assert_error(&post_callback(&p, "provider_a", body.clone(), Some(&other)).await, 401, "invalid_signature");
     let (_, sha256) = signed_event("provider_b", &platform_secret("provider_a"), event.clone());
-    assert_error(&post_webhook(&p, "provider_a", body.clone(), Some(&sha256)).await, 401, "invalid_signature");
+    assert_error(&post_callback(&p, "provider_a", body.clone(), Some(&sha256)).await, 401, "invalid_signature");
     // A valid signature over other bytes.
     let (_, good) = signed_event("provider_a", &platform_secret("provider_a"), event);
     let mut tampered = body.clone();
     tampered.push(b' ');
-    assert_error(&post_webhook(&p, "provider_a", tampered, Some(&good)).await, 401, "invalid_signature");
+    assert_error(&post_callback(&p, "provider_a", tampered, Some(&good)).await, 401, "invalid_signature");
     assert_eq!(p.store.webhook_count(&reference).await.expect("count"), 0, "nothing stored");
     drain(&p).await;
     assert_eq!(payment(&p, &reference).await["status"], "pending");
@@ -44,17 +45,17 @@ async fn a_missing_or_wrong_signature_is_a_401_and_nothing_is_stored(b: Backend)
 async fn a_signed_body_that_is_not_an_event_is_a_400(b: Backend) {
     let p = spawn_paid(b).await;
     let (body, sig) = signed_event("provider_b", &platform_secret("provider_b"), json!({"hello": "world"}));
-    assert_error(&post_webhook(&p, "provider_b", body, Some(&sig)).await, 400, "malformed_json");
+    assert_error(&post_callback(&p, "provider_b", body, Some(&sig)).await, 400, "malformed_json");
 }
 
-async fn a_webhook_is_acknowledged_in_the_specs_shape(b: Backend) {
+async fn a_callback_is_acknowledged_in_the_specs_shape(b: Backend) {
     let p = spawn_paid(b).await;
     let (body, sig) = signed_event(
         "provider_c",
         &platform_secret("provider_c"),
         json!({"event": "charge.success", "data": {"id": "ch_77", "reference": "tsr_unknown", "status": "success"}}),
     );
-    let r = post_webhook(&p, "provider_c", body, Some(&sig)).await;
+    let r = post_callback(&p, "provider_c", body, Some(&sig)).await;
     assert_eq!(r.status, 200);
     let ack = r.json();
     assert_eq!(ack["success"], true);
@@ -83,14 +84,14 @@ async fn the_same_event_delivered_a_hundred_times_has_one_effect(b: Backend) {
     let c = running_campaign(&p, &p.account.private, "ticketing").await;
     let t = ticket_type(&p, &p.account.private, &c, 10.0, 5).await;
     let reference = buy(&p, &c, &t, 2).await["reference"].as_str().expect("reference").to_string();
-    crate::payments::sandbox_settle(&p, &reference, "succeed", json!({"deliver": false})).await;
+    crate::support::payments::sandbox_settle(&p, &reference, "succeed", json!({"deliver": false})).await;
     let charge = p.sandbox.charge(&reference).expect("charge");
     let event = json!({"event": "charge.success", "data": {"id": charge["id"], "reference": reference, "status": "success",
         "amount": 2000, "currency": "GHS"}});
     let (body, sig) = signed_event("provider_a", &platform_secret("provider_a"), event);
     // Half one after another, half at once (so copies share one group commit).
     for _ in 0..50 {
-        let r = post_webhook(&p, "provider_a", body.clone(), Some(&sig)).await;
+        let r = post_callback(&p, "provider_a", body.clone(), Some(&sig)).await;
         assert_eq!(r.status, 200, "{}", r.json());
     }
     let mut tasks = Vec::new();
@@ -117,7 +118,7 @@ async fn sixty_four_concurrent_deliveries_issue_each_ticket_once(b: Backend) {
     let c = running_campaign(&p, &p.account.private, "ticketing").await;
     let t = ticket_type(&p, &p.account.private, &c, 10.0, 10).await;
     let reference = buy(&p, &c, &t, 3).await["reference"].as_str().expect("reference").to_string();
-    crate::payments::sandbox_settle(&p, &reference, "succeed", json!({"deliver": false})).await;
+    crate::support::payments::sandbox_settle(&p, &reference, "succeed", json!({"deliver": false})).await;
     // 64 deliveries at once, each with its own event id (as a provider retrying with new ids
     // might), so dedup by event key cannot help: the settle-once guard must.
     let mut tasks = Vec::new();
@@ -147,7 +148,7 @@ async fn sixty_four_concurrent_deliveries_issue_each_ticket_once(b: Backend) {
     assert_eq!(paid["tickets"].as_array().map(Vec::len), Some(3), "{paid}");
     let tt = p.store.ticket_type(&p.account.id, &t).await.expect("type");
     assert_eq!((tt.quantity_sold, tt.quantity_held), (3, 0));
-    let (_, ledger) = p.signed(tessera_client::Method::GET, crate::payments::LEDGER, None).await;
+    let (_, ledger) = p.signed(tessera_client::Method::GET, crate::support::payments::LEDGER, None).await;
     assert_eq!(ledger["pagination"]["total"], 1, "one charge entry: {ledger}");
     assert_ledger_clean(&p);
 }
@@ -166,7 +167,7 @@ async fn provider_a_accepts_paystacks_own_signature_header(b: Backend) {
             .header("content-type", "application/json")
             .header(header, sig)
             .body(body.clone());
-        async move { crate::helpers::raw(req.send().await.expect("send")).await }
+        async move { crate::support::client::raw(req.send().await.expect("send")).await }
     };
     let (_, wrong) = signed_event("provider_a", "sk_not_the_secret", event.clone());
     assert_error(&post("provider_a", "x-paystack-signature", &wrong).await, 401, "invalid_signature");
@@ -177,7 +178,7 @@ async fn provider_a_accepts_paystacks_own_signature_header(b: Backend) {
     assert_eq!(p.store.webhook_count("tsr_paystack").await.expect("count"), 1);
     // Another provider does not read Paystack's header.
     let (body_b, sig_b) = signed_event("provider_b", &platform_secret("provider_b"), event);
-    let r = crate::helpers::raw(
+    let r = crate::support::client::raw(
         p.http
             .post(p.url("/api/white-label/webhooks/provider_b"))
             .header("x-paystack-signature", sig_b)
@@ -191,8 +192,8 @@ async fn provider_a_accepts_paystacks_own_signature_header(b: Backend) {
 }
 
 /// D17.16: provider callbacks are outside the per-IP limit; the API routes keep it.
-async fn webhooks_are_outside_the_per_ip_rate_limit(b: Backend) {
-    let p = crate::payments::spawn_paid_with(b, |c| {
+async fn callbacks_are_outside_the_per_ip_rate_limit(b: Backend) {
+    let p = crate::support::payments::spawn_paid_with(b, |c| {
         c.security.rate_limit_per_ip = 1;
         c.security.rate_limit_per_ip_burst = 2;
     })
@@ -200,9 +201,9 @@ async fn webhooks_are_outside_the_per_ip_rate_limit(b: Backend) {
     for i in 0..6 {
         let event = json!({"event": "charge.success", "data": {"id": format!("ch_ip{i}"), "reference": "tsr_ip", "status": "success"}});
         let (body, sig) = signed_event("provider_c", &platform_secret("provider_c"), event);
-        let r = post_webhook(&p, "provider_c", body, Some(&sig)).await;
+        let r = post_callback(&p, "provider_c", body, Some(&sig)).await;
         assert_eq!(r.status, 200, "delivery {i}: {}", r.json());
-        assert!(r.headers.get("ratelimit-limit").is_none(), "no per-IP budget on webhooks");
+        assert!(r.headers.get("ratelimit-limit").is_none(), "no per-IP budget on callbacks");
     }
     let statuses: Vec<u16> = {
         let mut v = Vec::new();
@@ -216,11 +217,11 @@ async fn webhooks_are_outside_the_per_ip_rate_limit(b: Backend) {
 
 on_both!(
     provider_a_accepts_paystacks_own_signature_header,
-    webhooks_are_outside_the_per_ip_rate_limit,
+    callbacks_are_outside_the_per_ip_rate_limit,
     an_unsupported_provider_is_a_400_before_anything_else,
     a_missing_or_wrong_signature_is_a_401_and_nothing_is_stored,
     a_signed_body_that_is_not_an_event_is_a_400,
-    a_webhook_is_acknowledged_in_the_specs_shape,
+    a_callback_is_acknowledged_in_the_specs_shape,
     the_same_event_delivered_a_hundred_times_has_one_effect,
     sixty_four_concurrent_deliveries_issue_each_ticket_once,
 );

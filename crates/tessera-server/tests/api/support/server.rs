@@ -1,42 +1,15 @@
-//! Test harness: a real server on port 0 with a fresh database and a fresh account.
-#![allow(dead_code)]
-
+//! A real server on port 0 with a fresh database and a fresh account; its queues drained by hand.
 use std::sync::Arc;
 
 use serde_json::Value;
-use tessera_client::{Client, Method, RawResponse};
+use tessera_client::Client;
 use tessera_server::app::Application;
 use tessera_server::auth::crypto::Keyring;
 use tessera_server::cli::admin;
 use tessera_server::config::{Config, Overrides};
 use tessera_server::state::AppState;
 use tessera_server::store::Store;
-
-/// Declares each listed `async fn name(b: Backend)` as two tests: `sqlite::name` and
-/// `postgres::name` (the latter runs only when `TESSERA_TEST_DATABASE_URL` is set).
-macro_rules! on_both {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name($crate::helpers::Backend::Sqlite).await
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    match $crate::helpers::Backend::postgres() {
-                        Some(b) => super::$name(b).await,
-                        None => eprintln!("TESSERA_TEST_DATABASE_URL not set; PostgreSQL run skipped"),
-                    }
-                }
-            )*
-        }
-    };
-}
+use tessera_server::workers;
 
 pub const ALL_PRIVATE_SCOPES: &str = "settings:read,settings:write,campaigns:read,campaigns:write,tickets:read,tickets:write,payments:write,withdrawals:write,my-tickets:read,submissions:write,notifications:write";
 pub const PUBLIC_SCOPES: &str = "settings:read,campaigns:read,tickets:read";
@@ -165,8 +138,40 @@ pub async fn spawn_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -> Te
         config.redis.timeout_ms = 5_000;
     }
     tweak(&mut config);
-    let database_url = config.effective_database_url();
-    let app = Application::build(config.clone()).await.expect("build app");
+    let no_key = TestKey { key_id: String::new(), secret: String::new() };
+    let nobody = TestAccount {
+        id: String::new(),
+        slug: String::new(),
+        domain: String::new(),
+        private: no_key.clone(),
+        public: no_key,
+    };
+    let mut t = launch(config, dir, nobody, "build app").await;
+    t.account = t.new_account("acct").await;
+    t
+}
+
+/// Another instance of `app`'s deployment (D17.3–5): the same configuration and database (on
+/// PostgreSQL the same schema, so it serves the same accounts; `app.account` works on it), its
+/// own port and data dir holding the same master key. Two instances of one PostgreSQL schema
+/// must both have `redis.url` set, or the second is refused; a SQLite data dir has one
+/// instance only, so this is for PostgreSQL.
+pub async fn spawn_second(app: &TestApp) -> TestApp {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = app.config.data_dir.join("master.key");
+    if key.exists() {
+        std::fs::copy(&key, dir.path().join("master.key")).expect("copy master.key");
+    }
+    let mut config = app.config.clone();
+    config.data_dir = dir.path().to_path_buf();
+    config.listen = "127.0.0.1:0".parse().expect("addr");
+    launch(config, dir, app.account.clone(), "build the second instance").await
+}
+
+/// Builds the application of `config`, serves it until the `TestApp` is dropped, and opens its
+/// store beside it.
+async fn launch(config: Config, dir: tempfile::TempDir, account: TestAccount, what: &str) -> TestApp {
+    let app = Application::build(config.clone()).await.expect(what);
     let base_url = format!("http://{}", app.local_addr());
     let state = app.state();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -174,26 +179,18 @@ pub async fn spawn_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -> Te
         let _ = rx.await;
     }));
     let (store, keyring) = tessera_server::state::open_store(&config).await.expect("store");
-    let mut t = TestApp {
+    TestApp {
         base_url,
         state,
         store,
         keyring,
+        database_url: config.effective_database_url(),
         config,
-        database_url,
         http: reqwest::Client::new(),
-        account: TestAccount {
-            id: String::new(),
-            slug: String::new(),
-            domain: String::new(),
-            private: TestKey { key_id: String::new(), secret: String::new() },
-            public: TestKey { key_id: String::new(), secret: String::new() },
-        },
+        account,
         _data_dir: dir,
         shutdown: Some(tx),
-    };
-    t.account = t.new_account("acct").await;
-    t
+    }
 }
 
 fn key_of(v: &Value) -> TestKey {
@@ -250,30 +247,6 @@ impl TestApp {
         Client::new(&self.base_url, &key.key_id, &key.secret).expect("client")
     }
 
-    /// A signed request with the default key; returns status and body JSON.
-    pub async fn signed(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        self.signed_as(&self.account.private, method, path, body).await
-    }
-
-    pub async fn signed_as(&self, key: &TestKey, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let bytes = body.map(|b| serde_json::to_vec(&b).expect("json")).unwrap_or_default();
-        let r = self.client_for(key).send_raw(method, path, bytes, None).await.expect("send");
-        (r.status, r.json())
-    }
-
-    /// A domain-key request (public or campaign key) from the account's domain.
-    pub async fn public_get(&self, path: &str, key: &TestKey, domain: &str) -> RawResponse {
-        let r = self
-            .http
-            .get(self.url(path))
-            .header("x-white-label-domain", domain)
-            .header("x-white-label-key", key.header())
-            .send()
-            .await
-            .expect("send");
-        raw(r).await
-    }
-
     /// Runs the real `tessera` binary against this app's store.
     pub fn cli(&self, args: &[&str]) -> std::process::Output {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
@@ -286,64 +259,20 @@ impl TestApp {
     }
 }
 
-pub async fn raw(r: reqwest::Response) -> RawResponse {
-    let status = r.status().as_u16();
-    let headers = r.headers().clone();
-    let body = r.bytes().await.expect("body").to_vec();
-    RawResponse { status, headers, body }
+/// A key of the default account with only `scopes`.
+pub async fn key_with(app: &TestApp, kind: &str, campaign: Option<&str>, scopes: &str) -> TestKey {
+    app.create_key(&app.account.slug, kind, campaign, scopes, &[]).await
 }
 
-/// Asserts an error envelope: status, code, and a requestId equal to the header.
-pub fn assert_error(r: &RawResponse, status: u16, code: &str) -> Value {
-    let body = r.json();
-    assert_eq!(r.status, status, "status; body: {body}");
-    assert_eq!(body["success"], false, "{body}");
-    assert_eq!(body["code"], code, "{body}");
-    let header = r.headers.get("x-request-id").and_then(|v| v.to_str().ok()).expect("x-request-id header");
-    assert_eq!(body["requestId"], header, "requestId in body equals the header");
-    body
+/// What the workers would do next, done now: every queue run until it is empty.
+pub async fn drain(app: &TestApp) {
+    workers::drain(&app.state).await.expect("drain");
 }
 
-/// The `field` of every details item.
-pub fn detail_fields(body: &Value) -> Vec<String> {
-    body["details"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|d| d["field"].as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
-}
-
-/// Another instance of `app`'s deployment (D17.3–5): the same configuration and database (on
-/// PostgreSQL the same schema, so it serves the same accounts; `app.account` works on it), its
-/// own port and data dir holding the same master key. Two instances of one PostgreSQL schema
-/// must both have `redis.url` set, or the second is refused; a SQLite data dir has one
-/// instance only, so this is for PostgreSQL.
-pub async fn spawn_second(app: &TestApp) -> TestApp {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let key = app.config.data_dir.join("master.key");
-    if key.exists() {
-        std::fs::copy(&key, dir.path().join("master.key")).expect("copy master.key");
-    }
-    let mut config = app.config.clone();
-    config.data_dir = dir.path().to_path_buf();
-    config.listen = "127.0.0.1:0".parse().expect("addr");
-    let built = Application::build(config.clone()).await.expect("build the second instance");
-    let base_url = format!("http://{}", built.local_addr());
-    let state = built.state();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(built.run_until_stopped(async move {
-        let _ = rx.await;
-    }));
-    let (store, keyring) = tessera_server::state::open_store(&config).await.expect("store");
-    TestApp {
-        base_url,
-        state,
-        store,
-        keyring,
-        database_url: config.effective_database_url(),
-        config,
-        http: reqwest::Client::new(),
-        account: app.account.clone(),
-        _data_dir: dir,
-        shutdown: Some(tx),
-    }
+/// The audit entries of one entity, newest first (through the operator CLI).
+pub fn audit_actions(app: &TestApp, entity: &str) -> Vec<Value> {
+    let out = app.cli(&["admin", "audit", "list", "--account", &app.account.slug, "--json"]);
+    assert!(out.status.success(), "audit list: {}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    v["entries"].as_array().expect("entries").iter().filter(|e| e["entityId"] == entity).cloned().collect()
 }
