@@ -182,13 +182,6 @@ impl SandboxHandle {
         newest_first(&self.shared.db().callbacks)
     }
 
-    /// [`Self::callbacks`] under its former name, which tests/ still call; to go once they call
-    /// `callbacks`.
-    #[doc(hidden)]
-    pub fn webhooks(&self) -> Vec<Value> {
-        self.callbacks()
-    }
-
     /// The webhook inbox's URL (`POST` deliveries here; `GET` lists them).
     pub fn inbox_url(&self) -> String {
         format!("{}/sandbox/webhooks/inbox", self.shared.base_url)

@@ -156,11 +156,4 @@ impl Store {
             .await?
             .try_get("n")?)
     }
-
-    /// [`Self::callback_count`] under its former name, which tests/ still call; to go once
-    /// they call `callback_count`.
-    #[doc(hidden)]
-    pub async fn webhook_count(&self, reference: &str) -> StoreResult<i64> {
-        self.callback_count(reference).await
-    }
 }

@@ -37,7 +37,7 @@ async fn a_missing_or_wrong_signature_is_a_401_and_nothing_is_stored(b: Backend)
     let mut tampered = body.clone();
     tampered.push(b' ');
     assert_error(&post_callback(&p, "provider_a", tampered, Some(&good)).await, 401, "invalid_signature");
-    assert_eq!(p.store.webhook_count(&reference).await.expect("count"), 0, "nothing stored");
+    assert_eq!(p.store.callback_count(&reference).await.expect("count"), 0, "nothing stored");
     drain(&p).await;
     assert_eq!(payment(&p, &reference).await["status"], "pending");
 }
@@ -65,7 +65,7 @@ async fn a_callback_is_acknowledged_in_the_specs_shape(b: Backend) {
     assert_eq!(ack["requestId"], header);
     // An event for a reference Tessera never issued is stored, then reconciled as unknown.
     drain(&p).await;
-    assert_eq!(p.store.webhook_count("tsr_unknown").await.expect("count"), 1);
+    assert_eq!(p.store.callback_count("tsr_unknown").await.expect("count"), 1);
     // Operators see intake by provider and outcome, never a reference as a label.
     let metrics = p.http.get(p.url("/metrics")).send().await.expect("metrics").text().await.expect("text");
     let line = metrics
@@ -105,7 +105,7 @@ async fn the_same_event_delivered_a_hundred_times_has_one_effect(b: Backend) {
     for t in tasks {
         assert_eq!(t.await.expect("join").expect("send"), 200);
     }
-    assert_eq!(p.store.webhook_count(&reference).await.expect("count"), 1);
+    assert_eq!(p.store.callback_count(&reference).await.expect("count"), 1);
     drain(&p).await;
     let paid = payment(&p, &reference).await;
     assert_eq!(paid["status"], "success");
@@ -171,11 +171,11 @@ async fn provider_a_accepts_paystacks_own_signature_header(b: Backend) {
     };
     let (_, wrong) = signed_event("provider_a", "sk_not_the_secret", event.clone());
     assert_error(&post("provider_a", "x-paystack-signature", &wrong).await, 401, "invalid_signature");
-    assert_eq!(p.store.webhook_count("tsr_paystack").await.expect("count"), 0);
+    assert_eq!(p.store.callback_count("tsr_paystack").await.expect("count"), 0);
     let r = post("provider_a", "x-paystack-signature", &sig).await;
     assert_eq!(r.status, 200, "{}", r.json());
     assert_eq!(r.json()["provider"], "provider_a");
-    assert_eq!(p.store.webhook_count("tsr_paystack").await.expect("count"), 1);
+    assert_eq!(p.store.callback_count("tsr_paystack").await.expect("count"), 1);
     // Another provider does not read Paystack's header.
     let (body_b, sig_b) = signed_event("provider_b", &platform_secret("provider_b"), event);
     let r = crate::support::client::raw(

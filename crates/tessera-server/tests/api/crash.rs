@@ -24,7 +24,7 @@ async fn a_sigkill_between_hand_off_and_reconciliation_loses_nothing_and_pays_on
 
     // The provider confirms; the callback is stored and answered 200 (the hand-off) ...
     succeed(sandbox, "charges", &reference, json!({})).await;
-    let delivered = sandbox.webhooks();
+    let delivered = sandbox.callbacks();
     assert_eq!(delivered[0]["status"], 200, "the hand-off was acknowledged: {delivered:?}");
     // ... and the server dies before any worker looked at it.
     first.kill().expect("SIGKILL");

@@ -196,7 +196,7 @@ async fn no_workers_serves_the_api_and_leaves_the_jobs_to_an_instance_with_worke
         .await
         .expect("sandbox");
     assert_eq!(r.status().as_u16(), 200);
-    assert_eq!(sandbox.webhooks()[0]["status"], 200, "the callback was stored: {:?}", sandbox.webhooks());
+    assert_eq!(sandbox.callbacks()[0]["status"], 200, "the callback was stored: {:?}", sandbox.callbacks());
     // Nothing to poll for when nothing may happen: 50 worker polls' time with the job due.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(status_of(&client, &reference).await["status"], "pending", "no instance ran the job");

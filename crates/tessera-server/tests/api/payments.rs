@@ -69,7 +69,7 @@ async fn a_paid_charge_is_confirmed_credited_and_fulfilled_once(b: Backend) {
     let reference = data["reference"].as_str().expect("reference").to_string();
     sandbox_settle(&p, &reference, "succeed", json!({})).await;
     // The callback reached the server and was stored; nothing is fulfilled before the worker runs.
-    assert_eq!(p.store.webhook_count(&reference).await.expect("count"), 1);
+    assert_eq!(p.store.callback_count(&reference).await.expect("count"), 1);
     assert_eq!(payment(&p, &reference).await["status"], "pending");
     drain(&p).await;
     let paid = payment(&p, &reference).await;
@@ -231,7 +231,7 @@ async fn free_tickets_are_issued_at_once_without_a_provider(b: Backend) {
     assert_eq!(remaining(&p, &t).await, 3);
     let shown = payment(&p, data["reference"].as_str().expect("reference")).await;
     assert_eq!(shown["status"], "success");
-    assert!(p.sandbox.webhooks().is_empty());
+    assert!(p.sandbox.callbacks().is_empty());
     assert_ledger_clean(&p);
 }
 
@@ -445,7 +445,7 @@ async fn each_bad_attendee_input_is_a_400_naming_its_field_and_writes_nothing(b:
     assert_eq!(remaining(&p, &free).await, 10);
     let list: Value = p.api().get(PAYMENTS, StatusCode::OK).await;
     assert_eq!(list["pagination"]["total"], 0, "{list}");
-    assert!(p.sandbox.webhooks().is_empty());
+    assert!(p.sandbox.callbacks().is_empty());
 }
 
 async fn campaigns_that_are_not_open_refuse_payments(b: Backend) {
@@ -597,7 +597,7 @@ async fn an_accounts_own_provider_credentials_are_used_and_sign_its_callbacks(b:
     assert_eq!(data["provider"], "provider_c");
     let reference = data["reference"].as_str().expect("reference").to_string();
     sandbox_settle(&p, &reference, "succeed", json!({})).await;
-    let delivered = p.sandbox.webhooks();
+    let delivered = p.sandbox.callbacks();
     assert_eq!(delivered[0]["status"], 200, "signed with the account's own secret and accepted: {delivered:?}");
     drain(&p).await;
     assert_eq!(payment(&p, &reference).await["status"], "success");
@@ -682,8 +682,8 @@ async fn the_polling_path_confirms_a_charge_whose_callback_never_comes(b: Backen
     let t = ticket_type(&p, &p.account.private, &c, 10.0, 5).await;
     let reference = buy(&p, &c, &t, 1).await["reference"].as_str().expect("reference").to_string();
     sandbox_settle(&p, &reference, "succeed", json!({"deliver": false})).await;
-    assert!(p.sandbox.webhooks().is_empty(), "no callback was sent");
-    assert_eq!(p.store.webhook_count(&reference).await.expect("count"), 0);
+    assert!(p.sandbox.callbacks().is_empty(), "no callback was sent");
+    assert_eq!(p.store.callback_count(&reference).await.expect("count"), 0);
     // The verify interval is 1 ms in these tests: the poll is due at once.
     tokio::task::yield_now().await;
     std::thread::sleep(std::time::Duration::from_millis(5));

@@ -66,7 +66,7 @@ async fn control(sb: &SandboxHandle, path: &str, body: Value) -> (u16, Value) {
 
 /// Deliveries of one reference, oldest first.
 fn deliveries(sb: &SandboxHandle, reference: &str) -> Vec<Value> {
-    let mut v: Vec<Value> = sb.webhooks().into_iter().filter(|d| d["reference"] == reference).collect();
+    let mut v: Vec<Value> = sb.callbacks().into_iter().filter(|d| d["reference"] == reference).collect();
     v.reverse();
     v
 }
@@ -433,7 +433,7 @@ async fn refund_callbacks_are_signed_and_parse_to_the_charge_reference() {
             let sig = headers.get(p.signature_header()).and_then(|v| v.to_str().ok()).expect("signature").to_string();
             assert!(a.verify_signature(secret.as_bytes(), &body, &sig), "{}", p.as_str());
             assert!(!a.verify_signature(b"sk_someone_else", &body, &sig));
-            let e = a.parse_event(&body).expect("event");
+            let e = a.parse_callback(&body).expect("event");
             assert_eq!((e.event.as_str(), e.reference.as_str()), (event, ch.as_str()), "{}", p.as_str());
             assert_eq!(e.id, state.provider_id);
             // The sandbox logs the delivery under Tessera's refund id.
@@ -519,7 +519,7 @@ async fn sandbox_callbacks_are_signed_with_the_charge_secret_and_verify_with_the
             assert!(v["data"].get(k).is_some(), "data.{k} in {v}");
         }
         assert_eq!(v["data"]["customer"]["email"], "ama@example.com");
-        let event = a.parse_event(&body).expect("event");
+        let event = a.parse_callback(&body).expect("event");
         assert_eq!((event.event.as_str(), event.reference.as_str()), ("charge.success", r.as_str()));
         assert!(event.id.is_some());
         assert_eq!(deliveries(&sb, &r)[0]["status"], 200);

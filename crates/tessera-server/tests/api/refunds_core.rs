@@ -344,7 +344,7 @@ async fn refund_callbacks_signed_with_an_accounts_own_secret_are_accepted(b: Bac
         let id = r.json()["data"]["id"].as_str().expect("id").to_string();
         drain(&p).await;
         settle_refund(&p, &id, "succeed").await;
-        let delivered = p.sandbox.webhooks();
+        let delivered = p.sandbox.callbacks();
         assert_eq!(delivered[0]["status"], 200, "{provider}: signed with the account's own secret: {delivered:?}");
         drain(&p).await;
         assert_eq!(get(&p, &format!("/refunds/{id}")).await["status"], "succeeded");

@@ -912,7 +912,7 @@ async fn a_lost_callback_is_made_up_by_the_verify_poll(b: Backend) {
     assert_momo_charge(&sim.charge(&reference).await.expect("charge"), "provider_a", msisdn, net, 1000, 1);
     sim.faults(json!({"webhookDropPercent": 100})).await;
     sandbox_settle(&r, &reference, "succeed", json!({})).await;
-    assert_eq!(r.store.webhook_count(&reference).await.expect("count"), 0, "the callback was dropped");
+    assert_eq!(r.store.callback_count(&reference).await.expect("count"), 0, "the callback was dropped");
     // The verify interval is 1 ms in these tests: the next poll is due at once.
     std::thread::sleep(Duration::from_millis(5));
     drain(&r).await;

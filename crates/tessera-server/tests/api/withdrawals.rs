@@ -117,7 +117,7 @@ async fn a_withdrawal_holds_its_amount_and_completes_when_the_transfer_callback_
     assert_eq!(show(&p, &key, &id).await["status"], "processing");
     // The provider pays; its callback is stored, confirmed with the verify API and applied.
     settle_transfer(&p, &id, "succeed", json!({})).await;
-    assert_eq!(p.store.webhook_count(&id).await.expect("count"), 1);
+    assert_eq!(p.store.callback_count(&id).await.expect("count"), 1);
     drain(&p).await;
     let done = show(&p, &key, &id).await;
     assert_eq!(done["status"], "completed", "{done}");
@@ -167,7 +167,7 @@ async fn polling_ends_withdrawals_whose_transfer_callback_never_comes(b: Backend
     drain(&p).await;
     settle_transfer(&p, &paid, "succeed", json!({"deliver": false})).await;
     settle_transfer(&p, &failed, "fail", json!({"deliver": false})).await;
-    assert_eq!(p.store.webhook_count(&paid).await.expect("count"), 0, "no callback was sent");
+    assert_eq!(p.store.callback_count(&paid).await.expect("count"), 0, "no callback was sent");
     assert_eq!(until_ended(&p, &key, &paid).await["status"], "completed");
     let w = until_ended(&p, &key, &failed).await;
     assert_eq!(w["status"], "failed");
@@ -446,7 +446,7 @@ async fn an_accounts_own_payout_provider_pays_and_signs_its_transfer_callbacks(b
     drain(&p).await;
     assert_eq!(p.sandbox.transfer(&id).expect("transfer")["provider"], "provider_b");
     settle_transfer(&p, &id, "succeed", json!({})).await;
-    let delivered = p.sandbox.webhooks();
+    let delivered = p.sandbox.callbacks();
     assert_eq!(delivered[0]["status"], 200, "signed with the account's own secret and accepted: {delivered:?}");
     drain(&p).await;
     assert_eq!(show(&p, &key, &id).await["status"], "completed");

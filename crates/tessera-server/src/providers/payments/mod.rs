@@ -326,11 +326,4 @@ pub trait PaymentProvider: Send + Sync {
 
     /// Reads a callback body (after its signature was verified).
     fn parse_callback(&self, body: &[u8]) -> Result<ProviderCallback, String>;
-
-    /// [`Self::parse_callback`] under its former name, which tests/ still call; to go once they
-    /// call `parse_callback`.
-    #[doc(hidden)]
-    fn parse_event(&self, body: &[u8]) -> Result<ProviderCallback, String> {
-        self.parse_callback(body)
-    }
 }
