@@ -16,6 +16,10 @@ use crate::http::error::ApiError;
 use crate::http::extract::{Caller, Scheme};
 use crate::state::AppState;
 
+/// Why the per-IP limit refused a request: the edge's refusal (the API's envelope and the
+/// console's page alike) and the Redis path's, which counts the IP in its one round trip.
+pub(super) const IP_LIMITED: &str = "too many requests from this address";
+
 const DOMAIN_HEADER: &str = "x-white-label-domain";
 const KEY_HEADER: &str = "x-white-label-key";
 const SIGNED_HEADER_NAMES: [&str; 4] = [

@@ -6,7 +6,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::client_ip;
-use super::credentials::{counted_by_credentials, origin_host};
+use super::credentials::{counted_by_credentials, origin_host, IP_LIMITED};
 use crate::http::error::{rate_limit_headers, ApiError};
 use crate::http::is_domain_key_path;
 use crate::state::AppState;
@@ -16,9 +16,6 @@ const CALLBACKS_PREFIX: &str = "/api/white-label/webhooks/";
 
 pub const ALLOWED_HEADERS: &str = "content-type, x-white-label-domain, x-white-label-key, x-request-id";
 pub const EXPOSED_HEADERS: &str = "x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, retry-after";
-
-/// Why the per-IP limit refused a request (the API's envelope and the console's page alike).
-const IP_LIMITED: &str = "too many requests from this address";
 
 pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let path = req.uri().path();

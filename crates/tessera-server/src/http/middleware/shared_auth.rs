@@ -14,7 +14,7 @@ use axum::http::request::Parts;
 use super::client_ip;
 use super::credentials::{
     approved_domain, blocked, caller, discard_refused_body, domain_key_domain, domain_key_head, domain_secret_matches,
-    host_text, key_and_clock, signed_head, signed_path, AuthHeaders,
+    host_text, key_and_clock, signed_head, signed_path, AuthHeaders, IP_LIMITED,
 };
 use crate::auth::directory::AuthKey;
 use crate::auth::guard::LimitInfo;
@@ -57,7 +57,7 @@ impl Guard<'_> {
     /// instead of `refusal` (as the edge and the pair guard would have, in memory).
     async fn refuse(&self, failure: Failure<'_>, refusal: ApiError) -> ApiError {
         match self.shared.refused(self.ip, failure).await {
-            Ok(Verdict::IpLimited(info)) => ApiError::rate_limited(info, "too many requests from this address"),
+            Ok(Verdict::IpLimited(info)) => ApiError::rate_limited(info, IP_LIMITED),
             Ok(Verdict::Blocked(secs)) => blocked(secs),
             _ => refusal,
         }
@@ -128,7 +128,7 @@ async fn signed(
         .await
         .map_err(|_| ApiError::replay_store_unavailable())?;
     let (ip_limit, account) = match verdict {
-        Verdict::IpLimited(info) => return Err(ApiError::rate_limited(info, "too many requests from this address")),
+        Verdict::IpLimited(info) => return Err(ApiError::rate_limited(info, IP_LIMITED)),
         Verdict::Blocked(secs) => return Err(blocked(secs)),
         Verdict::BeforeEpoch => return Err(ApiError::stale_timestamp()),
         Verdict::Replayed => return Err(ApiError::replayed()),
@@ -158,7 +158,7 @@ async fn domain_keyed(g: &Guard<'_>, hs: &AuthHeaders<'_>) -> Result<(Caller, Op
         Err(e) => return Err(g.refuse(Failure::Nothing, e).await),
     };
     match g.shared.admitted(g.ip, key_id, &key.account_id, key.rate_limit_per_minute).await {
-        Ok(Verdict::IpLimited(info)) => Err(ApiError::rate_limited(info, "too many requests from this address")),
+        Ok(Verdict::IpLimited(info)) => Err(ApiError::rate_limited(info, IP_LIMITED)),
         Ok(Verdict::Blocked(secs)) => Err(blocked(secs)),
         Ok(Verdict::Admitted { ip, account }) => {
             c.account_limit = account_verdict(account);
