@@ -13,6 +13,7 @@
 //!   answer first.
 //! - [`routing`]: which provider and credentials an account's charge or payout goes to, and its
 //!   fee rule.
+//! - [`schedule`]: when a pending charge, transfer or refund is first polled (D16.5).
 //! - [`callbacks`]: a provider's callback verified and stored, later reconciled through
 //!   [`fulfilment`] or [`payouts`].
 //! - [`approvals`]: four-eyes approval requests, their decisions and effects.
@@ -35,6 +36,7 @@ pub mod modules;
 pub mod payouts;
 pub mod refunds;
 pub mod routing;
+pub mod schedule;
 pub mod ussd;
 pub mod webhooks;
 

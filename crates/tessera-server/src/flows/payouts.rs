@@ -37,7 +37,7 @@ use crate::state::AppState;
 use crate::store::withdrawals::{self, Created, NewWithdrawal, Withdrawal};
 use crate::store::{events, StoreError, StoreResult};
 
-use super::checkout::first_poll_ms;
+use super::schedule::first_poll_ms;
 use super::idempotency::{self, Ask, Requested};
 use super::routing::{credentials_now, payments_settings, payout_route};
 use super::{FlowError, Next};

@@ -41,7 +41,7 @@ use crate::store::notifications::{queue_notification, NewNotification};
 use crate::store::refunds::{self, Cancelled, Filed, NewRefund, Refund};
 use crate::store::{payments, StoreError, StoreResult};
 
-use super::checkout::first_poll_ms;
+use super::schedule::first_poll_ms;
 use super::idempotency::{self, Ask, Requested};
 use super::routing::credentials_now;
 use super::{FlowError, Next};
