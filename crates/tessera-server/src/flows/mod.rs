@@ -17,6 +17,8 @@
 //! - [`callbacks`]: a provider's callback verified and stored, later reconciled through
 //!   [`fulfilment`] or [`payouts`].
 //! - [`approvals`]: four-eyes approval requests, their decisions and effects.
+//! - [`campaigns`]: every campaign status change and its announcement (the organizer's e-mail,
+//!   the `campaign.status.updated` event), in the change's transaction.
 //! - [`leaderboard`]: who may read a voting campaign's standings, and their ranking.
 //! - [`modules`]: the guard of the routes an account turned off (`operations.modules`).
 //! - [`customer_access`]: one-time passcodes and sessions for ticket holders and portal members.
@@ -24,6 +26,7 @@
 //!   mobile-money charge a confirmed vote leads to.
 pub mod approvals;
 pub mod callbacks;
+pub mod campaigns;
 pub mod checkout;
 pub mod console;
 pub mod customer_access;
