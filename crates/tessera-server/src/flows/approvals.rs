@@ -230,7 +230,7 @@ async fn apply_effect(
         let Some(w) = target("withdrawalId") else { return Ok(None) };
         let moved = match d.decision {
             Decision::Approved => withdrawals::release_awaiting(tx, account, &w, now).await?,
-            Decision::Rejected => withdrawals::cancel_awaiting(tx, &w, now).await?,
+            Decision::Rejected => super::payouts::reject_in(tx, &w, now).await?,
         };
         return Ok((!moved).then(|| format!("withdrawal {w} is no longer awaiting approval")));
     }

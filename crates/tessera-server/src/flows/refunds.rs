@@ -2,9 +2,13 @@
 //! provider that took it.
 //!
 //! [`request`]: under the caller's idempotency key (D16.12), a known key is answered first (the
-//! stored 201 again, or 409 for another body) before the body is checked; then the store files
-//! the refund with all its effects in one transaction (see `store::refunds`), or refuses it
-//! whole (409 `not_refundable`, `refund_exceeds_payment`, `ticket_not_refundable`,
+//! stored 201 again, or 409 for another body) before the body is checked; then, in one
+//! transaction (the account locked first on PostgreSQL, `withdrawals::lock_account`, so refunds
+//! and withdrawals of an account see each other's holds): the key claimed, the refund planned
+//! from the payment as it stands there ([`crate::domain::refunds::plan`]) and filed with all its
+//! effects in a fixed order (`file`: balance, claim on the payment, voids, votes, donation,
+//! refund, `refund_hold`, `refund` job; each a guarded statement of `store::refunds`), or
+//! refused whole (409 `not_refundable`, `refund_exceeds_payment`, `ticket_not_refundable`,
 //! `insufficient_balance`; 400 `ticket_codes_required`) and the key stays free.
 //!
 //! [`step`] (the refund worker, per claimed `refund` job) and [`reconcile`] (a refund webhook):
@@ -28,13 +32,13 @@
 //! [`PaymentProvider::create_refund`]: crate::providers::payments::PaymentProvider::create_refund
 use serde_json::{json, Value};
 
-use crate::domain::payments::{next_poll_delay_ms, retry_delay_ms, CURRENCY};
 use crate::domain::payments::TransactionType;
+use crate::domain::payments::{next_poll_delay_ms, retry_delay_ms, CURRENCY};
 use crate::domain::refunds::{exceeds, plan, ticket_not_refundable, Plan, RefundAsk, RefundStatus};
-use crate::domain::DomainError;
 use crate::domain::time::now_ms;
 use crate::domain::webhooks::EventType;
 use crate::domain::withdrawals::PROVIDER_DOWN_LIMIT_MS;
+use crate::domain::DomainError;
 use crate::providers::payments::{adapter, ProviderError, ProviderId, RefundRequest, RefundState, RemoteStatus};
 use crate::state::AppState;
 use crate::store::audit::Audit;
@@ -48,9 +52,9 @@ use crate::store::refunds::{self, Refund, RefundCounts};
 use crate::store::withdrawals::lock_account;
 use crate::store::{StoreError, StoreResult, StoreTx};
 
-use super::schedule::first_poll_ms;
 use super::idempotency::{self, Ask, Requested};
 use super::routing::credentials_now;
+use super::schedule::first_poll_ms;
 use super::{FlowError, FlowResult, Next};
 
 /// How many payments one step of a cancellation files (one transaction each batch).

@@ -9,9 +9,9 @@ use super::sqlite_read::{FromRow, Get};
 use super::{unique_to_conflict, Store, StoreError, StoreResult, UpdateError};
 pub use crate::domain::campaigns::Campaign;
 use crate::domain::campaigns::{search_text, CampaignStatus, CampaignType};
+use crate::domain::new_id;
 use crate::domain::settings::NotificationsSettings;
 use crate::domain::time::now_ms;
-use crate::domain::new_id;
 
 /// Which campaigns a list shows (D3.4 visibility plus the query filters).
 #[derive(Debug, Default, Clone)]
@@ -236,7 +236,10 @@ pub(crate) async fn write_in(
 }
 
 /// The account's `notifications.organizerEmail`, when set, in the caller's transaction (D13.2).
-pub(crate) async fn organizer_email_in(conn: &mut sqlx::AnyConnection, account_id: &str) -> StoreResult<Option<String>> {
+pub(crate) async fn organizer_email_in(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+) -> StoreResult<Option<String>> {
     let row = sqlx::query("SELECT config FROM settings WHERE account_id = $1 AND category = 'notifications'")
         .bind(account_id)
         .fetch_optional(&mut *conn)
@@ -257,10 +260,8 @@ pub struct Cancellation {
 
 /// The campaign's cancellation, in the caller's transaction.
 pub(crate) async fn cancellation_in(conn: &mut sqlx::AnyConnection, id: &str) -> StoreResult<Cancellation> {
-    let row = sqlx::query("SELECT cancelled_at, cancel_refund FROM campaigns WHERE id = $1")
-        .bind(id)
-        .fetch_one(conn)
-        .await?;
+    let row =
+        sqlx::query("SELECT cancelled_at, cancel_refund FROM campaigns WHERE id = $1").bind(id).fetch_one(conn).await?;
     Ok(Cancellation {
         cancelled_at: row.try_get("cancelled_at")?,
         refunding: row.try_get::<i64, _>("cancel_refund")? != 0,
