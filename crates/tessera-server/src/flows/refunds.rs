@@ -48,7 +48,7 @@ use crate::store::jobs::{self, queue};
 use crate::store::ledger::{self, kind};
 use crate::store::notifications::{queue_notification, NewNotification};
 use crate::store::payments::{self, Transaction};
-use crate::store::refunds::{self, Refund, RefundCounts};
+use crate::store::refunds::{self, PaymentFigure, Refund, RefundCounts};
 use crate::store::withdrawals::lock_account;
 use crate::store::{StoreError, StoreResult, StoreTx};
 
@@ -366,7 +366,7 @@ async fn succeed(state: &AppState, id: &str, now: i64) -> StoreResult<bool> {
     let Some(r) = refunds::mark_succeeded(&mut tx, id, now).await? else { return Ok(false) };
     ledger::entry(&mut tx, &r.account_id, kind::REFUND_RELEASE, r.amount, id, now, now).await?;
     ledger::entry(&mut tx, &r.account_id, kind::REFUND_DEBIT, -r.amount, id, now, now).await?;
-    refunds::add_refunded(&mut tx, &r.transaction_reference, r.amount, now).await?;
+    refunds::add_to_payment(&mut tx, &r.transaction_reference, PaymentFigure::Refunded, r.amount, now).await?;
     jobs::finish(&mut tx, queue::REFUND, id).await?;
     super::events::payment(&mut tx, &r.transaction_reference, EventType::PaymentRefunded, now).await?;
     if let Some(t) = payments::read_in(&mut tx, &r.transaction_reference).await? {
@@ -398,7 +398,7 @@ async fn fail(state: &AppState, id: &str, why: &str, now: i64) -> StoreResult<bo
     let mut tx = state.store.begin().await?;
     let Some(r) = refunds::mark_failed(&mut tx, id, why, now).await? else { return Ok(false) };
     ledger::entry(&mut tx, &r.account_id, kind::REFUND_RELEASE, r.amount, id, now, now).await?;
-    refunds::release_claim(&mut tx, &r.transaction_reference, r.amount, now).await?;
+    refunds::add_to_payment(&mut tx, &r.transaction_reference, PaymentFigure::Claimed, -r.amount, now).await?;
     refunds::restore_tickets(&mut tx, id).await?;
     // Only a donation purchase has a donation row.
     refunds::add_donation_refunded(&mut tx, &r.transaction_reference, -r.amount).await?;

@@ -326,35 +326,32 @@ pub(crate) async fn claim_on_payment(
     Ok(claimed == 1)
 }
 
-/// Gives a failed refund's claim on the payment back.
-pub(crate) async fn release_claim(
-    conn: &mut sqlx::AnyConnection,
-    reference: &str,
-    amount: i64,
-    now: i64,
-) -> StoreResult<()> {
-    sqlx::query("UPDATE transactions SET refund_claimed = refund_claimed - $1, updated_at = $2 WHERE reference = $3")
-        .bind(amount)
-        .bind(now)
-        .bind(reference)
-        .execute(conn)
-        .await?;
-    Ok(())
+/// A payment's refund figure that a refund's end moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PaymentFigure {
+    /// `refund_claimed`: what pending and succeeded refunds claim (a failure gives it back).
+    Claimed,
+    /// `refunded`: what succeeded refunds gave back.
+    Refunded,
 }
 
-/// Adds a succeeded refund to the payment's `refunded`.
-pub(crate) async fn add_refunded(
+/// Adds `delta` (negative: takes it off) to the payment's refund `figure`.
+pub(crate) async fn add_to_payment(
     conn: &mut sqlx::AnyConnection,
     reference: &str,
-    amount: i64,
+    figure: PaymentFigure,
+    delta: i64,
     now: i64,
 ) -> StoreResult<()> {
-    sqlx::query("UPDATE transactions SET refunded = refunded + $1, updated_at = $2 WHERE reference = $3")
-        .bind(amount)
-        .bind(now)
-        .bind(reference)
-        .execute(conn)
-        .await?;
+    let sql = match figure {
+        PaymentFigure::Claimed => {
+            "UPDATE transactions SET refund_claimed = refund_claimed + $1, updated_at = $2 WHERE reference = $3"
+        }
+        PaymentFigure::Refunded => {
+            "UPDATE transactions SET refunded = refunded + $1, updated_at = $2 WHERE reference = $3"
+        }
+    };
+    sqlx::query(sql).bind(delta).bind(now).bind(reference).execute(conn).await?;
     Ok(())
 }
 
@@ -450,7 +447,7 @@ pub(crate) async fn mark_succeeded(conn: &mut sqlx::AnyConnection, id: &str, now
     .execute(conn)
     .await?
     .rows_affected();
-    Ok((moved == 1).then(|| Refund { status: RefundStatus::Succeeded, updated_at: now, ..r }))
+    Ok((moved == 1).then_some(Refund { status: RefundStatus::Succeeded, updated_at: now, ..r }))
 }
 
 /// Moves the refund `pending → failed` with why, once. Returns the refund as it was read when
