@@ -48,7 +48,7 @@ impl Application {
             openapi_json: crate::http::openapi().to_json().context("openapi")?,
             worker_id: crate::domain::new_id(),
             callbacks: crate::store::callbacks::callback_writer(store.clone()),
-            checkins: crate::store::tickets::checkin_writer(store.clone(), crate::flows::events::ticket_data),
+            checkins: crate::flows::gate::checkin_writer(store.clone()),
             outbound: Outbound::new(
                 Duration::from_millis(config.providers.timeout_ms),
                 config.security.allow_private_endpoints,

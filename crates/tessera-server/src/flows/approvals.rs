@@ -16,15 +16,13 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::domain::campaigns::CampaignStatus;
 use crate::domain::portal::{
     ApprovalEntity, ApprovalFiling, ApprovalStatus, Decision, DecisionRequest, Verdict, APPROVALS_DECIDE,
     WITHDRAWALS_APPROVE,
 };
-use crate::domain::webhooks::EventType;
 use crate::store::approvals::{self, ApprovalRequest, DecisionAudit};
 use crate::store::portal::Actor;
-use crate::store::{events, withdrawals, Store, StoreError, StoreTx};
+use crate::store::{withdrawals, Store, StoreError, StoreTx};
 
 /// What deciding refuses beyond the store's answers.
 #[derive(Debug, thiserror::Error)]
@@ -232,7 +230,7 @@ async fn apply_effect(
         let Some(w) = target("withdrawalId") else { return Ok(None) };
         let moved = match d.decision {
             Decision::Approved => withdrawals::release_awaiting(tx, account, &w, now).await?,
-            Decision::Rejected => withdrawals::cancel_awaiting(tx, &w, now).await?,
+            Decision::Rejected => super::payouts::reject_in(tx, &w, now).await?,
         };
         return Ok((!moved).then(|| format!("withdrawal {w} is no longer awaiting approval")));
     }
@@ -248,35 +246,9 @@ async fn apply_effect(
             None => Ok(Some("requestPayload.memberId names no member".to_string())),
         },
         ApprovalEntity::Campaign => match target("campaignId") {
-            Some(c) => approve_campaign(tx, store, account, &c, d.actor, now).await,
+            Some(c) => Ok(super::campaigns::approve_in(tx, store, account, &c, d.actor, now).await?),
             None => Ok(Some("requestPayload.campaignId names no campaign".to_string())),
         },
         _ => Ok(None),
     }
-}
-
-/// The campaign effect: pending_approval → approved (D3.1).
-async fn approve_campaign(
-    tx: &mut StoreTx,
-    store: &Store,
-    account_id: &str,
-    id: &str,
-    actor: &Actor,
-    now: i64,
-) -> ApprovalResult<Option<String>> {
-    let before = match store.campaign(account_id, id).await {
-        Ok(c) => c,
-        Err(StoreError::NotFound(_)) => return Ok(Some(format!("campaign {id} not found"))),
-        Err(e) => return Err(e.into()),
-    };
-    if !before.status.can_move_to(CampaignStatus::Approved) || before.status == CampaignStatus::Approved {
-        return Ok(Some(format!("campaign {id} is {}, not pending_approval", before.status.as_str())));
-    }
-    let Some(after) = approvals::approve_campaign(tx, account_id, &before, actor, now).await? else {
-        return Ok(Some(format!("campaign {id} changed while this decision ran")));
-    };
-    // The organization's backend hears of the approval in the decision's transaction (D17.25).
-    let data = super::events::campaign_data(&after);
-    events::record(tx, account_id, EventType::CampaignStatusUpdated, &data, after.updated_at).await?;
-    Ok(None)
 }

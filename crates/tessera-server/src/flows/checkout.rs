@@ -30,6 +30,7 @@ use crate::store::{StoreError, StoreTx};
 use super::fulfilment::{fulfil, Purchase};
 use super::modules::{self, Module};
 use super::routing::{fee_policy, payments_settings, routes};
+use super::schedule::first_poll_ms;
 use super::{FlowError, FlowResult};
 
 /// An initialized payment.
@@ -56,12 +57,6 @@ pub struct Initialized {
 struct Priced {
     price: i64,
     quantity: i64,
-}
-
-/// The first poll of a pending charge comes `payments.verify_interval_seconds` after its
-/// initialization (D16.5), milliseconds.
-pub fn first_poll_ms(state: &AppState) -> i64 {
-    ((state.config.payments.verify_interval_seconds * 1000.0).round() as i64).max(1)
 }
 
 /// A `callbackUrl` must be https on an approved domain of the account; http and loopback are

@@ -3,9 +3,10 @@
 //! shows it, a ticket as D16.9, a withdrawal, a campaign as `GET /campaigns/:campaignId`), so an
 //! event exists exactly when its change does. [`crate::flows::webhooks`] delivers them.
 //!
-//! The store runs some changes in transactions of its own (check-ins, withdrawal ends,
-//! campaign updates); those take the renderers here ([`ticket_data`], [`withdrawal_data`],
-//! [`campaign_data`]) as plain functions, because the views sit above the store.
+//! Only flows record events (`store::events::record` is the statement they call), each in the
+//! transaction of the change it reports: check-ins ([`crate::flows::gate`]), withdrawals
+//! ([`crate::flows::payouts`]), campaign status changes ([`crate::flows::campaigns`]), payments
+//! ([`payment`]: fulfilment and refunds).
 use serde::Serialize;
 use serde_json::Value;
 

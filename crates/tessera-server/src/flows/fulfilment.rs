@@ -28,9 +28,9 @@ use crate::store::ticket_types::inventory;
 use crate::store::tickets::{self, NewTickets};
 use crate::store::{donations, ledger, participants, StoreError, StoreResult, StoreTx};
 
-use super::checkout::first_poll_ms;
 use super::events;
 use super::routing::credentials_now;
+use super::schedule::first_poll_ms;
 use super::Next;
 
 /// What asking the provider about a charge led to.

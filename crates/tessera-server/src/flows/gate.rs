@@ -1,12 +1,86 @@
-//! The console's gate (D17.30, D17.43): a typed or scanned ticket checked in through exactly the
-//! path `POST /tickets/verify` with `autoVerify` takes (`Store::gate_ticket`, then
-//! `Store::check_in` through the group-committing writer), so a ticket is checked in once
-//! whatever number of gates post it at once, with its audit entry, its `ticket.checked_in` event
-//! and its live event. The answer is one of three words.
+//! The gate (D7.3, D17.30, D17.43): a ticket checked in exactly once, whether `POST
+//! /tickets/verify` with `autoVerify` or the console's gate asks, and whatever number of gates
+//! post it at once. Check-ins arriving together share one transaction (group commit, started by
+//! [`checkin_writer`]): the conditional update, the audit entries and the live events
+//! (`store::tickets::check_in_batch`), and here each winner's `ticket.checked_in` event (the
+//! ticket as the API shows it, D17.26); each caller is answered once its own is committed.
+//! The console's answer is one of three words.
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+
 use crate::domain::tickets::TicketStatus;
+use crate::domain::webhooks::EventType;
 use crate::store::audit::Audit;
-use crate::store::tickets::{CheckIn, CheckinWriter, Ticket};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::group_commit::GroupCommit;
+use crate::store::tickets::{self, CheckIn, CheckInRequest, CheckinWriter, GateTicket, Ticket};
+use crate::store::{events, Store, StoreError, StoreResult};
+
+/// Starts the group-committing writer of check-ins.
+pub fn checkin_writer(store: Store) -> CheckinWriter {
+    GroupCommit::start(store, write_batch)
+}
+
+fn write_batch<'a>(
+    store: &'a Store,
+    requests: &'a [CheckInRequest],
+) -> Pin<Box<dyn Future<Output = StoreResult<Vec<bool>>> + Send + 'a>> {
+    Box::pin(check_in_batch(store, requests))
+}
+
+/// One batch of check-ins in one transaction, each winner with its `ticket.checked_in` event.
+async fn check_in_batch(store: &Store, requests: &[CheckInRequest]) -> StoreResult<Vec<bool>> {
+    let mut tx = store.begin().await?;
+    let batch = tickets::check_in_batch(&mut tx, requests).await?;
+    // The request that won a ticket is the first for it in the batch.
+    let mut winner: HashMap<&str, &CheckInRequest> = HashMap::with_capacity(batch.tickets.len());
+    for (r, _) in requests.iter().zip(&batch.won).filter(|(_, won)| **won) {
+        winner.entry(r.ticket_id.as_str()).or_insert(r);
+    }
+    for t in &batch.tickets {
+        let Some(r) = winner.get(t.id.as_str()) else { continue };
+        events::record(&mut tx, &r.account_id, EventType::TicketCheckedIn, &super::events::ticket_data(t), r.now)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(batch.won)
+}
+
+/// Checks the gate's ticket in, once (D7.3), through `writer`; when another caller won, or the
+/// ticket cannot be checked in, the ticket as it now is tells which.
+pub async fn check_in_ticket(
+    store: &Store,
+    writer: &CheckinWriter,
+    account_id: &str,
+    gate: GateTicket,
+    by: &str,
+    now: i64,
+    audit: Audit<'_>,
+) -> StoreResult<CheckIn> {
+    let id = gate.ticket.id.clone();
+    let won = writer
+        .write(CheckInRequest {
+            account_id: account_id.to_string(),
+            ticket_id: id.clone(),
+            by: by.to_string(),
+            now,
+            key_id: audit.key_id.map(str::to_string),
+            request_id: audit.request_id.clone(),
+            action: audit.action.to_string(),
+            entity_type: audit.entity_type.to_string(),
+            summary: audit.summary.clone(),
+        })
+        .await?;
+    if won {
+        let mut ticket = gate.ticket;
+        ticket.checked_in = true;
+        ticket.checked_in_at = Some(now);
+        ticket.checked_in_by = Some(by.to_string());
+        return Ok(CheckIn::CheckedIn(ticket));
+    }
+    let t = store.gate_ticket_by_id(account_id, &id).await?;
+    Ok(if t.ticket.checked_in { CheckIn::Already(t.ticket) } else { CheckIn::Refused(t) })
+}
 
 /// The gate's three answers (D17.43).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +158,7 @@ pub async fn check_in(
         entity_id: "",
         summary,
     };
-    let answer = match store.check_in(writer, account_id, gate, who.by, now, entry).await? {
+    let answer = match check_in_ticket(store, writer, account_id, gate, who.by, now, entry).await? {
         CheckIn::CheckedIn(t) => GateAnswer { verdict: Verdict::CheckedIn, reason: "", ticket: Some(t) },
         CheckIn::Already(t) => GateAnswer { verdict: Verdict::Already, reason: "", ticket: Some(t) },
         CheckIn::Refused(g) => {

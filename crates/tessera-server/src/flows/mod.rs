@@ -13,9 +13,12 @@
 //!   answer first.
 //! - [`routing`]: which provider and credentials an account's charge or payout goes to, and its
 //!   fee rule.
+//! - [`schedule`]: when a pending charge, transfer or refund is first polled (D16.5).
 //! - [`callbacks`]: a provider's callback verified and stored, later reconciled through
 //!   [`fulfilment`] or [`payouts`].
 //! - [`approvals`]: four-eyes approval requests, their decisions and effects.
+//! - [`campaigns`]: every campaign status change and its announcement (the organizer's e-mail,
+//!   the `campaign.status.updated` event), in the change's transaction.
 //! - [`leaderboard`]: who may read a voting campaign's standings, and their ranking.
 //! - [`modules`]: the guard of the routes an account turned off (`operations.modules`).
 //! - [`customer_access`]: one-time passcodes and sessions for ticket holders and portal members.
@@ -23,6 +26,7 @@
 //!   mobile-money charge a confirmed vote leads to.
 pub mod approvals;
 pub mod callbacks;
+pub mod campaigns;
 pub mod checkout;
 pub mod console;
 pub mod customer_access;
@@ -35,6 +39,7 @@ pub mod modules;
 pub mod payouts;
 pub mod refunds;
 pub mod routing;
+pub mod schedule;
 pub mod ussd;
 pub mod webhooks;
 

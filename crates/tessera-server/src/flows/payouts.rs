@@ -34,12 +34,15 @@ use crate::domain::webhooks::EventType;
 use crate::domain::withdrawals::{needs_approval, WithdrawalRequest, WithdrawalStatus, PROVIDER_DOWN_LIMIT_MS};
 use crate::providers::payments::{adapter, ProviderError, ProviderId, RemoteStatus, TransferRequest, TransferState};
 use crate::state::AppState;
-use crate::store::withdrawals::{self, Created, NewWithdrawal, Withdrawal};
-use crate::store::{events, StoreError, StoreResult};
+use crate::store::idempotency as keys;
+use crate::store::jobs::{self, queue};
+use crate::store::ledger::{self, kind};
+use crate::store::withdrawals::{self, Withdrawal};
+use crate::store::{events, StoreError, StoreResult, StoreTx};
 
-use super::checkout::first_poll_ms;
 use super::idempotency::{self, Ask, Requested};
 use super::routing::{credentials_now, payments_settings, payout_route};
+use super::schedule::first_poll_ms;
 use super::{FlowError, Next};
 
 /// The account's approval threshold (`operations.withdrawalApprovalAbove`), in pesewas.
@@ -111,11 +114,47 @@ pub async fn request_by<E: From<FlowError>>(
         to_ghs(w.amount),
         to_ghs(threshold.unwrap_or(0))
     );
-    let new = NewWithdrawal { withdrawal: &w, ask, response: &data, approval_reason: &reason };
-    match state.store.create_withdrawal(&new).await.map_err(store_error)? {
-        Created::Created => Ok(Requested::Created(data)),
-        Created::Key(key) => Ok(Requested::Known(key)),
+    file(state, &w, ask, data, &reason).await.map_err(store_error)
+}
+
+/// Files the withdrawal `w` under its idempotency key in one transaction (see the module docs):
+/// the account locked, the key claimed (a concurrent request with it won: how the key stands),
+/// the available balance checked (below the amount: `InsufficientBalance`, nothing written and
+/// the key free), then the withdrawal, its `withdrawal_hold`, its payout job or its approval
+/// request (`approval_reason`), and `data`, the 201 its key replays.
+async fn file(
+    state: &AppState,
+    w: &Withdrawal,
+    ask: &Ask,
+    data: Value,
+    approval_reason: &str,
+) -> StoreResult<Requested> {
+    let now = w.created_at;
+    let mut tx = state.store.begin().await?;
+    withdrawals::lock_account(&mut tx, state.store.backend(), &w.account_id).await?;
+    if let Some(key) = keys::claim(&mut tx, ask, now).await? {
+        tx.rollback().await?;
+        return Ok(Requested::Known(key));
     }
+    let available = withdrawals::available_in(&mut tx, &w.account_id, now).await?;
+    if available < w.amount {
+        tx.rollback().await?;
+        return Err(StoreError::InsufficientBalance(format!(
+            "the available balance ({}) does not cover {}",
+            to_ghs(available.max(0)),
+            to_ghs(w.amount)
+        )));
+    }
+    withdrawals::insert(&mut tx, w).await?;
+    ledger::entry(&mut tx, &w.account_id, kind::WITHDRAWAL_HOLD, -w.amount, &w.id, now, now).await?;
+    if w.status == WithdrawalStatus::AwaitingApproval {
+        withdrawals::request_approval(&mut tx, w, approval_reason, now).await?;
+    } else {
+        jobs::enqueue(&mut tx, queue::PAYOUT, &w.id, now, now).await?;
+    }
+    keys::complete(&mut tx, ask, "withdrawal.create", "withdrawal", &w.id, &data).await?;
+    tx.commit().await?;
+    Ok(Requested::Created(data))
 }
 
 /// Why a payout step could not be made.
@@ -283,7 +322,7 @@ pub async fn step(state: &AppState, w: &Withdrawal, step_ms: i64) -> Result<Next
 /// (D17.25) in the same transaction. Returns whether it moved.
 async fn end(state: &AppState, id: &str, to: WithdrawalStatus, reason: Option<&str>, now: i64) -> StoreResult<bool> {
     let mut tx = state.store.begin().await?;
-    if !withdrawals::end(&mut tx, id, &withdrawals::OPEN, to, reason, now).await? {
+    if !end_in(&mut tx, id, &withdrawals::OPEN, to, reason, now).await? {
         return Ok(false);
     }
     let event =
@@ -293,4 +332,33 @@ async fn end(state: &AppState, id: &str, to: WithdrawalStatus, reason: Option<&s
     }
     tx.commit().await?;
     Ok(true)
+}
+
+/// A withdrawal's end in the caller's transaction: its status moved to `to` from one of `from`
+/// only, its hold released (`withdrawal_release`) and, when it completed, the money debited
+/// (`withdrawal_debit`), its payout job ended. Returns whether it moved.
+async fn end_in(
+    tx: &mut StoreTx,
+    id: &str,
+    from: &[WithdrawalStatus],
+    to: WithdrawalStatus,
+    reason: Option<&str>,
+    now: i64,
+) -> StoreResult<bool> {
+    let Some((account_id, amount)) = withdrawals::mark_ended(tx, id, from, to, reason, now).await? else {
+        return Ok(false);
+    };
+    ledger::entry(tx, &account_id, kind::WITHDRAWAL_RELEASE, amount, id, now, now).await?;
+    if to == WithdrawalStatus::Completed {
+        ledger::entry(tx, &account_id, kind::WITHDRAWAL_DEBIT, -amount, id, now, now).await?;
+    }
+    jobs::finish(tx, queue::PAYOUT, id).await?;
+    Ok(true)
+}
+
+/// Rejection of a withdrawal held for approval (D14.2), in the decision's transaction: cancelled
+/// with its hold released. Returns whether it moved.
+pub(crate) async fn reject_in(tx: &mut StoreTx, id: &str, now: i64) -> StoreResult<bool> {
+    let awaiting = [WithdrawalStatus::AwaitingApproval];
+    end_in(tx, id, &awaiting, WithdrawalStatus::Cancelled, Some("rejected at approval"), now).await
 }

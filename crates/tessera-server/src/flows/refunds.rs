@@ -2,9 +2,13 @@
 //! provider that took it.
 //!
 //! [`request`]: under the caller's idempotency key (D16.12), a known key is answered first (the
-//! stored 201 again, or 409 for another body) before the body is checked; then the store files
-//! the refund with all its effects in one transaction (see `store::refunds`), or refuses it
-//! whole (409 `not_refundable`, `refund_exceeds_payment`, `ticket_not_refundable`,
+//! stored 201 again, or 409 for another body) before the body is checked; then, in one
+//! transaction (the account locked first on PostgreSQL, `withdrawals::lock_account`, so refunds
+//! and withdrawals of an account see each other's holds): the key claimed, the refund planned
+//! from the payment as it stands there ([`crate::domain::refunds::plan`]) and filed with all its
+//! effects in a fixed order (`file`: balance, claim on the payment, voids, votes, donation,
+//! refund, `refund_hold`, `refund` job; each a guarded statement of `store::refunds`), or
+//! refused whole (409 `not_refundable`, `refund_exceeds_payment`, `ticket_not_refundable`,
 //! `insufficient_balance`; 400 `ticket_codes_required`) and the key stays free.
 //!
 //! [`step`] (the refund worker, per claimed `refund` job) and [`reconcile`] (a refund callback):
@@ -28,23 +32,30 @@
 //! [`PaymentProvider::create_refund`]: crate::providers::payments::PaymentProvider::create_refund
 use serde_json::{json, Value};
 
+use crate::domain::payments::TransactionType;
 use crate::domain::payments::{next_poll_delay_ms, retry_delay_ms, CURRENCY};
-use crate::domain::refunds::{RefundAsk, RefundStatus};
+use crate::domain::refunds::{exceeds, plan, ticket_not_refundable, Plan, RefundAsk, RefundStatus};
 use crate::domain::time::now_ms;
 use crate::domain::webhooks::EventType;
 use crate::domain::withdrawals::PROVIDER_DOWN_LIMIT_MS;
+use crate::domain::DomainError;
 use crate::providers::payments::{adapter, ProviderError, ProviderId, RefundRequest, RefundState, RemoteStatus};
 use crate::state::AppState;
 use crate::store::audit::Audit;
-use crate::store::campaigns::Campaign;
+use crate::store::campaigns::{self, Campaign};
+use crate::store::idempotency as keys;
+use crate::store::jobs::{self, queue};
+use crate::store::ledger::{self, kind};
 use crate::store::notifications::{queue_notification, NewNotification};
-use crate::store::refunds::{self, Cancelled, Filed, NewRefund, Refund};
-use crate::store::{payments, StoreError, StoreResult};
+use crate::store::payments::{self, Transaction};
+use crate::store::refunds::{self, PaymentFigure, Refund, RefundCounts};
+use crate::store::withdrawals::lock_account;
+use crate::store::{StoreError, StoreResult, StoreTx};
 
-use super::checkout::first_poll_ms;
 use super::idempotency::{self, Ask, Requested};
 use super::routing::credentials_now;
-use super::{FlowError, Next};
+use super::schedule::first_poll_ms;
+use super::{FlowError, FlowResult, Next};
 
 /// How many payments one step of a cancellation files (one transaction each batch).
 pub const CANCEL_BATCH: i64 = 200;
@@ -66,13 +77,133 @@ pub async fn request<E: From<FlowError>>(
         return Ok(known);
     }
     let body = parse()?;
-    let id = crate::domain::new_id();
-    let new = NewRefund { id: &id, ask, reference, body: &body, now: now_ms() };
-    match state.store.create_refund(&new, render).await.map_err(store_error)? {
-        Filed::Created(_, data) => Ok(Requested::Created(data)),
-        Filed::Key(key) => Ok(Requested::Known(key)),
-        Filed::Refused(e) => Err(E::from(FlowError::Domain(e))),
+    Ok(file_asked(state, ask, reference, &body, render).await?)
+}
+
+/// Files the refund asked for under `ask` in one transaction: the key claimed, the refund
+/// planned from the payment as it stands in the transaction, its writes, the key's answer. Any
+/// refusal drops the transaction whole (and leaves the key free).
+async fn file_asked(
+    state: &AppState,
+    ask: &Ask,
+    reference: &str,
+    body: &RefundAsk,
+    render: fn(&Refund) -> Value,
+) -> FlowResult<Requested> {
+    let now = now_ms();
+    let mut tx = state.store.begin().await?;
+    lock_account(&mut tx, state.store.backend(), &ask.account_id).await?;
+    if let Some(key) = keys::claim(&mut tx, ask, now).await? {
+        tx.rollback().await?;
+        return Ok(Requested::Known(key));
     }
+    let t = match payments::read_in(&mut tx, reference).await? {
+        Some(t) if t.account_id == ask.account_id => t,
+        _ => return Err(StoreError::NotFound("payment").into()),
+    };
+    let (paid, tickets) = refunds::paid_in(&mut tx, &t).await?;
+    let plan = plan(&paid, body, &tickets)?;
+    let id = crate::domain::new_id();
+    let filing = Filing {
+        id: &id,
+        reason: body.reason.as_deref(),
+        idempotency_key: Some(&ask.idempotency_key),
+        campaign_cancel: false,
+    };
+    let refund = file(&mut tx, &t, &plan, &filing, None, now).await?;
+    let data = render(&refund);
+    keys::complete(&mut tx, ask, "refund.create", "refund", &refund.id, &data).await?;
+    tx.commit().await?;
+    Ok(Requested::Created(data))
+}
+
+/// How a planned refund is filed: its id, why, the key it was asked under, and whether a
+/// cancellation filed it.
+struct Filing<'a> {
+    id: &'a str,
+    reason: Option<&'a str>,
+    idempotency_key: Option<&'a str>,
+    campaign_cancel: bool,
+}
+
+fn insufficient(available: i64, amount: i64) -> DomainError {
+    DomainError::Refused {
+        status: 409,
+        code: "insufficient_balance",
+        message: format!(
+            "the available balance ({}) does not cover the refund of {}",
+            crate::domain::money::to_ghs(available.max(0)),
+            crate::domain::money::to_ghs(amount)
+        ),
+    }
+}
+
+/// Writes a planned refund and its effects in `tx`, in this order: the balance checked
+/// (`balance`: what is available when the caller already knows it under the account's lock; a
+/// cancellation's batch reads it once instead of summing the ledger per payment), the claim on
+/// the payment, the voids, the votes taken back, the donation's refunded amount, the refund,
+/// its `refund_hold` and its `refund` job. A refusal (`FlowError::Domain`) may come after some
+/// writes: the caller drops the transaction.
+async fn file(
+    tx: &mut StoreTx,
+    t: &Transaction,
+    plan: &Plan,
+    filing: &Filing<'_>,
+    balance: Option<i64>,
+    now: i64,
+) -> FlowResult<Refund> {
+    let provider = match t.provider.as_deref() {
+        Some(p) if t.amount > 0 => p.to_string(),
+        _ => {
+            return Err(DomainError::Refused {
+                status: 409,
+                code: "not_refundable",
+                message: "only a successful, paid transaction can be refunded".into(),
+            }
+            .into())
+        }
+    };
+    let available = match balance {
+        Some(b) => b,
+        None => refunds::available(tx, &t.account_id, now).await?,
+    };
+    if available < plan.amount {
+        return Err(insufficient(available, plan.amount).into());
+    }
+    if !refunds::claim_on_payment(tx, &t.reference, plan.amount, now).await? {
+        return Err(exceeds(t.amount - t.refund_claimed - plan.amount).into());
+    }
+    let voided = refunds::void_tickets(tx, filing.id, t, &plan.ticket_codes).await?;
+    if let Some(lost) = plan.ticket_codes.iter().find(|c| !voided.contains(c)) {
+        // A check-in (or another refund) took the ticket after the plan was read.
+        return Err(ticket_not_refundable(lost).into());
+    }
+    refunds::take_back_votes(tx, t, -plan.votes, now).await?;
+    if t.transaction_type == TransactionType::Donation {
+        refunds::add_donation_refunded(tx, &t.reference, plan.amount).await?;
+    }
+    let refund = Refund {
+        id: filing.id.to_string(),
+        account_id: t.account_id.clone(),
+        transaction_reference: t.reference.clone(),
+        provider,
+        amount: plan.amount,
+        status: RefundStatus::Pending,
+        reason: filing.reason.map(str::to_string),
+        ticket_codes: plan.ticket_codes.clone(),
+        votes: plan.votes,
+        campaign_cancel: filing.campaign_cancel,
+        provider_refund_id: None,
+        provider_created: false,
+        failure_reason: None,
+        provider_down_since: None,
+        created_at: now,
+        updated_at: now,
+    };
+    refunds::insert(tx, &refund, filing.idempotency_key).await?;
+    ledger::entry(tx, &refund.account_id, kind::REFUND_HOLD, -refund.amount, &refund.id, now, now).await?;
+    jobs::enqueue(tx, queue::REFUND, &refund.id, now, now).await?;
+    Ok(refund)
 }
 
 /// Why a refund step could not be made.
@@ -227,11 +358,16 @@ pub async fn step(state: &AppState, r: &Refund, step_ms: i64) -> Result<Next, St
     }
 }
 
-/// Success (D17.38): the store's move, with the `payment.refunded` event (the payment as
-/// `GET /payments/:reference` shows it) and the buyer's e-mail in the same transaction.
+/// Success (D17.38): `pending → succeeded`, once, with `refund_release` +X and `refund_debit`
+/// −X, `refunded` += X on the payment, the job ended, the `payment.refunded` event (the payment
+/// as `GET /payments/:reference` shows it) and the buyer's e-mail, in one transaction.
 async fn succeed(state: &AppState, id: &str, now: i64) -> StoreResult<bool> {
     let mut tx = state.store.begin().await?;
-    let Some(r) = refunds::succeed(&mut tx, id, now).await? else { return Ok(false) };
+    let Some(r) = refunds::mark_succeeded(&mut tx, id, now).await? else { return Ok(false) };
+    ledger::entry(&mut tx, &r.account_id, kind::REFUND_RELEASE, r.amount, id, now, now).await?;
+    ledger::entry(&mut tx, &r.account_id, kind::REFUND_DEBIT, -r.amount, id, now, now).await?;
+    refunds::add_to_payment(&mut tx, &r.transaction_reference, PaymentFigure::Refunded, r.amount, now).await?;
+    jobs::finish(&mut tx, queue::REFUND, id).await?;
     super::events::payment(&mut tx, &r.transaction_reference, EventType::PaymentRefunded, now).await?;
     if let Some(t) = payments::read_in(&mut tx, &r.transaction_reference).await? {
         let payload = json!({
@@ -255,17 +391,39 @@ async fn succeed(state: &AppState, id: &str, now: i64) -> StoreResult<bool> {
     Ok(true)
 }
 
-/// Failure (D17.35): the store's move, which undoes every effect.
+/// Failure (D17.35, D17.38): `pending → failed`, once, with `refund_release` +X, the claim on
+/// the payment given back, its tickets valid again, its votes and the donation's refunded
+/// amount restored, and the job ended, in one transaction.
 async fn fail(state: &AppState, id: &str, why: &str, now: i64) -> StoreResult<bool> {
     let mut tx = state.store.begin().await?;
-    if !refunds::fail(&mut tx, id, why, now).await? {
-        return Ok(false);
+    let Some(r) = refunds::mark_failed(&mut tx, id, why, now).await? else { return Ok(false) };
+    ledger::entry(&mut tx, &r.account_id, kind::REFUND_RELEASE, r.amount, id, now, now).await?;
+    refunds::add_to_payment(&mut tx, &r.transaction_reference, PaymentFigure::Claimed, -r.amount, now).await?;
+    refunds::restore_tickets(&mut tx, id).await?;
+    // Only a donation purchase has a donation row.
+    refunds::add_donation_refunded(&mut tx, &r.transaction_reference, -r.amount).await?;
+    if r.votes != 0 {
+        if let Some(t) = payments::read_in(&mut tx, &r.transaction_reference).await? {
+            refunds::take_back_votes(&mut tx, &t, r.votes, now).await?;
+        }
     }
+    jobs::finish(&mut tx, queue::REFUND, id).await?;
     tx.commit().await?;
     Ok(true)
 }
 
-/// `POST /campaigns/:campaignId/cancel` (D17.37): see `Store::cancel_campaign`.
+/// A cancellation's outcome: the campaign as it now is and its refund counters.
+#[derive(Debug, Clone)]
+pub struct Cancelled {
+    pub campaign: Campaign,
+    pub refunds: RefundCounts,
+}
+
+/// `POST /campaigns/:campaignId/cancel` (D17.37, D17.38): the campaign archived
+/// ([`super::campaigns::archive_in`]: its `campaign.status.updated` event when that moved it),
+/// sales stopped (checkout sells only approved campaigns), and with `refund` a
+/// `campaign_cancel` job that files the buyers' refunds ([`file_cancellations`]), in one
+/// transaction.
 pub async fn cancel(
     state: &AppState,
     account_id: &str,
@@ -273,18 +431,71 @@ pub async fn cancel(
     reason: Option<&str>,
     refund: bool,
     audit: Audit<'_>,
-    render: fn(&Campaign) -> Value,
 ) -> StoreResult<Cancelled> {
-    state.store.cancel_campaign(account_id, campaign_id, reason, refund, audit, render).await
+    let now = now_ms();
+    let mut tx = state.store.begin().await?;
+    if super::campaigns::archive_in(&mut tx, account_id, campaign_id, reason, refund, audit, now).await? {
+        jobs::enqueue(&mut tx, queue::CAMPAIGN_CANCEL, campaign_id, now, now).await?;
+    }
+    let campaign =
+        campaigns::read_in(&mut tx, account_id, campaign_id).await?.ok_or(StoreError::NotFound("campaign"))?;
+    tx.commit().await?;
+    let refunds = state.store.refund_counts(campaign_id).await?;
+    Ok(Cancelled { campaign, refunds })
 }
 
 /// The cancellation worker's step for a claimed `campaign_cancel` job: files one batch of the
 /// buyers' refunds, and comes back at once until none is left.
 pub async fn file_cancellations(state: &AppState, campaign_id: &str) -> Result<Next, StoreError> {
-    let filed = state.store.file_cancel_refunds(campaign_id, CANCEL_BATCH).await?;
+    let filed = file_cancel_batch(state, campaign_id, CANCEL_BATCH).await?;
     if filed == 0 {
         return Ok(Next::Done);
     }
     tracing::info!(campaign = %campaign_id, filed, "cancellation refunds filed");
     Ok(Next::Later { delay_ms: 0, not_after: None, error: None })
+}
+
+/// Files the full refund of up to `limit` successful payments of a cancelled campaign that have
+/// none from the cancellation yet, in one transaction (D17.37). A payment the balance cannot
+/// cover gets a `failed` refund (nothing held, nothing voided) so that the campaign's counters
+/// show it. Returns how many payments it handled: 0 once every one has been (the job then ends).
+async fn file_cancel_batch(state: &AppState, campaign_id: &str, limit: i64) -> StoreResult<usize> {
+    let now = now_ms();
+    let mut tx = state.store.begin().await?;
+    let Some(filing) = refunds::cancel_filing_in(&mut tx, campaign_id).await? else { return Ok(0) };
+    lock_account(&mut tx, state.store.backend(), &filing.account_id).await?;
+    let refs = refunds::cancel_candidates_in(&mut tx, campaign_id, limit).await?;
+    let mut handled = 0;
+    // Read once under the lock; each refund filed below takes its amount from it.
+    let mut balance = refunds::available(&mut tx, &filing.account_id, now).await?;
+    for reference in &refs {
+        let Some(t) = payments::read_in(&mut tx, reference).await? else { continue };
+        handled += 1;
+        let (paid, tickets) = refunds::paid_in(&mut tx, &t).await?;
+        let plan = Plan {
+            amount: t.amount - t.refund_claimed,
+            // Whatever can still be voided; a ticket already used stays as it is.
+            ticket_codes: tickets.iter().filter(|k| k.valid && !k.checked_in).map(|k| k.code.clone()).collect(),
+            votes: (paid.quantity - paid.votes_refunded).max(0) * i64::from(paid.kind == TransactionType::Vote),
+        };
+        let id = crate::domain::new_id();
+        if balance < plan.amount {
+            let why = format!("{}", insufficient(balance, plan.amount));
+            refunds::insert_failed(&mut tx, &id, &t, plan.amount, &filing.reason, &why, now).await?;
+            continue;
+        }
+        let how = Filing { id: &id, reason: Some(&filing.reason), idempotency_key: None, campaign_cancel: true };
+        match file(&mut tx, &t, &plan, &how, Some(balance), now).await {
+            Ok(_) => balance -= plan.amount,
+            Err(FlowError::Store(e)) => return Err(e),
+            // Cannot happen under the account lock (or the single writer) with the plan read in
+            // this transaction; refuse the batch rather than write half of one.
+            Err(e) => return Err(StoreError::Conflict(e.to_string())),
+        }
+    }
+    if handled == 0 {
+        jobs::finish(&mut tx, queue::CAMPAIGN_CANCEL, campaign_id).await?;
+    }
+    tx.commit().await?;
+    Ok(handled)
 }

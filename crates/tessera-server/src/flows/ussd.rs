@@ -36,10 +36,11 @@ use crate::store::payments::Transaction;
 use crate::store::ussd::{save, UssdSession};
 use crate::store::StoreError;
 
-use super::checkout::{first_poll_ms, open_in, prepare};
+use super::checkout::{open_in, prepare};
 use super::fulfilment::{release, release_in};
 use super::modules::{self, Module};
 use super::routing::{credentials, credentials_now, fee_policy, payments_settings, routes};
+use super::schedule::first_poll_ms;
 use super::{FlowError, FlowResult, Next};
 
 /// A gateway's request in one shape (the adapters in `http/ussd` read each wire into it).

@@ -279,8 +279,8 @@ pub(crate) async fn activate_member(
     Ok(true)
 }
 
-/// The campaign effect: `before` moves to approved (conditional on its status being unchanged),
-/// with the campaign's own audit entry and status notification. Returns the campaign as it now
+/// The campaign effect's statements: `before` moves to approved (conditional on its status being
+/// unchanged), with the campaign's own audit entry; `flows::campaigns` announces it. Returns the campaign as it now
 /// is, or `None` when it did not move.
 pub(crate) async fn approve_campaign(
     conn: &mut sqlx::AnyConnection,
@@ -306,6 +306,5 @@ pub(crate) async fn approve_campaign(
     let after = Campaign { status: CampaignStatus::Approved, updated_at, ..before.clone() };
     let summary = json!({"before": campaigns::summary(before), "after": campaigns::summary(&after)});
     portal_audit(conn, account_id, actor, "campaign.status_changed", "campaign", &before.id, summary).await?;
-    campaigns::queue_status_notification(conn, account_id, before, &after).await?;
     Ok(Some(after))
 }

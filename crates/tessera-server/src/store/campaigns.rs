@@ -9,11 +9,9 @@ use super::sqlite_read::{FromRow, Get};
 use super::{unique_to_conflict, Store, StoreError, StoreResult, UpdateError};
 pub use crate::domain::campaigns::Campaign;
 use crate::domain::campaigns::{search_text, CampaignStatus, CampaignType};
-use crate::domain::notifications::NotificationChannel;
+use crate::domain::new_id;
 use crate::domain::settings::NotificationsSettings;
 use crate::domain::time::now_ms;
-use crate::domain::webhooks::EventType;
-use crate::domain::{new_id, DomainError};
 
 /// Which campaigns a list shows (D3.4 visibility plus the query filters).
 #[derive(Debug, Default, Clone)]
@@ -176,90 +174,6 @@ impl Store {
             .is_some())
     }
 
-    /// Applies `change` to the current campaign and writes the result, in one transaction.
-    /// The write is conditional on the row being unchanged since it was read, so two concurrent
-    /// updates cannot both pass the state machine from the same state; the one that loses the
-    /// race is judged again against the row as the winner left it.
-    pub async fn update_campaign(
-        &self,
-        account_id: &str,
-        id: &str,
-        change: impl Fn(&Campaign) -> Result<Campaign, DomainError>,
-        audit: Audit<'_>,
-        render: fn(&Campaign) -> serde_json::Value,
-    ) -> Result<Campaign, UpdateError> {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            match self.try_update_campaign(account_id, id, &change, &audit, render).await {
-                Err(UpdateError::Raced) if attempt < 8 => continue,
-                other => return other,
-            }
-        }
-    }
-
-    async fn try_update_campaign(
-        &self,
-        account_id: &str,
-        id: &str,
-        change: &impl Fn(&Campaign) -> Result<Campaign, DomainError>,
-        audit: &Audit<'_>,
-        render: fn(&Campaign) -> serde_json::Value,
-    ) -> Result<Campaign, UpdateError> {
-        let mut tx = self.writer().begin().await.map_err(StoreError::from)?;
-        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM campaigns WHERE account_id = $1 AND id = $2"))
-            .bind(account_id)
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(StoreError::from)?
-            .ok_or(StoreError::NotFound("campaign"))?;
-        let before = from_row(&row)?;
-        let mut after = change(&before)?;
-        after.updated_at = now_ms().max(before.updated_at + 1);
-        let n = sqlx::query(
-            "UPDATE campaigns SET title = $1, slug = $2, search_text = $3, description = $4, campaign_type = $5, status = $6, \
-             start_date = $7, end_date = $8, vote_price = $9, verification_required = $10, metadata = $11, updated_at = $12 \
-             WHERE account_id = $13 AND id = $14 AND updated_at = $15 AND ticket_type_count = $16 AND participant_count = $17",
-        )
-        .bind(&after.title)
-        .bind(&after.slug)
-        .bind(search_text(&after.title, &after.slug))
-        .bind(&after.description)
-        .bind(after.campaign_type.as_str())
-        .bind(after.status.as_str())
-        .bind(after.start_date)
-        .bind(after.end_date)
-        .bind(after.vote_price)
-        .bind(after.verification_required as i64)
-        .bind(after.metadata.to_string())
-        .bind(after.updated_at)
-        .bind(account_id)
-        .bind(id)
-        .bind(before.updated_at)
-        .bind(before.ticket_type_count)
-        .bind(before.participant_count)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| unique_to_conflict(e, "a campaign with this slug already exists"))?
-        .rows_affected();
-        if n == 0 {
-            return Err(UpdateError::Raced);
-        }
-        let action = if before.status != after.status { "campaign.status_changed" } else { "campaign.updated" };
-        let summary = serde_json::json!({"before": summary(&before), "after": summary(&after)});
-        let entry = Audit { action, entity_id: id, summary, request_id: audit.request_id.clone(), ..*audit };
-        record(&mut tx, account_id, &entry).await?;
-        if before.status != after.status {
-            queue_status_notification(&mut tx, account_id, &before, &after).await?;
-            let data = render(&after);
-            super::events::record(&mut tx, account_id, EventType::CampaignStatusUpdated, &data, after.updated_at)
-                .await?;
-        }
-        tx.commit().await.map_err(StoreError::from)?;
-        Ok(after)
-    }
-
     /// A page of campaigns, newest first, with the total count.
     pub async fn list_campaigns(&self, account_id: &str, q: &CampaignQuery) -> StoreResult<(Vec<Campaign>, u64)> {
         let mut f = Filter::new();
@@ -280,35 +194,101 @@ impl Store {
     }
 }
 
-/// D13.2: a status change queues `campaign.status.updated` to the account's
-/// `notifications.organizerEmail` when it is set, in the change's transaction.
-pub(crate) async fn queue_status_notification(
+/// Writes `after` over `before` in the caller's transaction, conditional on the row being
+/// unchanged since `before` was read (its `updated_at` and counters): `Raced` when it was not,
+/// so two concurrent updates cannot both pass the state machine from the same state.
+pub(crate) async fn write_in(
     conn: &mut sqlx::AnyConnection,
     account_id: &str,
     before: &Campaign,
     after: &Campaign,
-) -> StoreResult<()> {
+) -> Result<(), UpdateError> {
+    let n = sqlx::query(
+        "UPDATE campaigns SET title = $1, slug = $2, search_text = $3, description = $4, campaign_type = $5, status = $6, \
+         start_date = $7, end_date = $8, vote_price = $9, verification_required = $10, metadata = $11, updated_at = $12 \
+         WHERE account_id = $13 AND id = $14 AND updated_at = $15 AND ticket_type_count = $16 AND participant_count = $17",
+    )
+    .bind(&after.title)
+    .bind(&after.slug)
+    .bind(search_text(&after.title, &after.slug))
+    .bind(&after.description)
+    .bind(after.campaign_type.as_str())
+    .bind(after.status.as_str())
+    .bind(after.start_date)
+    .bind(after.end_date)
+    .bind(after.vote_price)
+    .bind(after.verification_required as i64)
+    .bind(after.metadata.to_string())
+    .bind(after.updated_at)
+    .bind(account_id)
+    .bind(&before.id)
+    .bind(before.updated_at)
+    .bind(before.ticket_type_count)
+    .bind(before.participant_count)
+    .execute(conn)
+    .await
+    .map_err(|e| unique_to_conflict(e, "a campaign with this slug already exists"))?
+    .rows_affected();
+    if n == 0 {
+        return Err(UpdateError::Raced);
+    }
+    Ok(())
+}
+
+/// The account's `notifications.organizerEmail`, when set, in the caller's transaction (D13.2).
+pub(crate) async fn organizer_email_in(
+    conn: &mut sqlx::AnyConnection,
+    account_id: &str,
+) -> StoreResult<Option<String>> {
     let row = sqlx::query("SELECT config FROM settings WHERE account_id = $1 AND category = 'notifications'")
         .bind(account_id)
         .fetch_optional(&mut *conn)
         .await?;
-    let Some(row) = row else { return Ok(()) };
+    let Some(row) = row else { return Ok(None) };
     let config: String = sqlx::Row::try_get(&row, "config")?;
     let config: serde_json::Value = serde_json::from_str(&config).unwrap_or_default();
-    let Some(to) = NotificationsSettings::from_value(&config).organizer_email else { return Ok(()) };
-    let payload = serde_json::json!({
-        "campaignId": after.id,
-        "from": before.status.as_str(),
-        "to": after.status.as_str(),
-    });
-    let n = super::notifications::NewNotification {
-        channel: NotificationChannel::Email.as_str(),
-        event_type: "campaign.status.updated",
-        recipient: &to,
-        subject: None,
-        payload: &payload,
-    };
-    super::notifications::queue_notification(conn, account_id, &n, now_ms()).await?;
+    Ok(NotificationsSettings::from_value(&config).organizer_email)
+}
+
+/// Where a campaign's cancellation stands (D17.37): when it was first cancelled, and whether
+/// its refunds were asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cancellation {
+    pub cancelled_at: Option<i64>,
+    pub refunding: bool,
+}
+
+/// The campaign's cancellation, in the caller's transaction.
+pub(crate) async fn cancellation_in(conn: &mut sqlx::AnyConnection, id: &str) -> StoreResult<Cancellation> {
+    let row =
+        sqlx::query("SELECT cancelled_at, cancel_refund FROM campaigns WHERE id = $1").bind(id).fetch_one(conn).await?;
+    Ok(Cancellation {
+        cancelled_at: row.try_get("cancelled_at")?,
+        refunding: row.try_get::<i64, _>("cancel_refund")? != 0,
+    })
+}
+
+/// Archives the campaign as cancelled (the first cancellation's time and reason are kept),
+/// noting whether its refunds are asked for, in the caller's transaction.
+pub(crate) async fn mark_cancelled(
+    conn: &mut sqlx::AnyConnection,
+    id: &str,
+    reason: Option<&str>,
+    refund: bool,
+    updated_at: i64,
+    now: i64,
+) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE campaigns SET status = 'archived', cancelled_at = COALESCE(cancelled_at, $1), \
+         cancel_reason = COALESCE(cancel_reason, $2), cancel_refund = $3, updated_at = $4 WHERE id = $5",
+    )
+    .bind(now)
+    .bind(reason)
+    .bind(i64::from(refund))
+    .bind(updated_at)
+    .bind(id)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 

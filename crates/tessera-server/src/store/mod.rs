@@ -87,6 +87,18 @@ impl StoreTx {
             }
         }
     }
+
+    /// [`StoreTx::publish`] for several changes at once: on PostgreSQL one statement whatever
+    /// their number.
+    pub async fn publish_all(&mut self, events: Vec<live::LiveEvent>) -> StoreResult<()> {
+        match self.backend {
+            Backend::Postgres => live::notify_in(&mut self.tx, self.backend, &self.live, &events).await,
+            Backend::Sqlite => {
+                self.published.extend(events);
+                Ok(())
+            }
+        }
+    }
 }
 
 impl std::ops::Deref for StoreTx {

@@ -1,24 +1,23 @@
 //! Tickets (D7, D16.9): the row every read shows, issuing them (`issue`, in the fulfilment
 //! flow's transaction), the reads by purchase and by holder, and at the gate: lookup by ticket
 //! code or QR token, and the exactly-once check-in.
-//! The check-in is one conditional update (`... AND checked_in = 0 AND status = 'valid'`) with
-//! its audit entry in the same transaction, so under any concurrency one caller wins and every
-//! other caller reads the winner's `checkedInAt` and `checkedInBy`. Check-ins arriving together
-//! share one transaction (group commit), each answered once its own is committed.
+//! The check-in's statements ([`check_in_batch`], in the transaction of `flows::gate`, which
+//! adds each winner's event): one conditional update (`... AND checked_in = 0 AND status =
+//! 'valid'`) with its audit entry, so under any concurrency one caller wins and every other
+//! caller reads the winner's `checkedInAt` and `checkedInBy`.
 use std::collections::{BTreeMap, HashMap};
 
 use sqlx::Row;
 
 use super::audit::{record_many, Audit};
-use super::live::{self, LiveEvent, LiveKind};
+use super::live::{LiveEvent, LiveKind};
 use super::payments::{bind_all, placeholders};
 use super::query::Arg;
 use super::sqlite_read::Get;
-use super::{Backend, Store, StoreError, StoreResult};
+use super::{Store, StoreError, StoreResult, StoreTx};
 use crate::domain::campaigns::CampaignStatus;
 use crate::domain::payments::Attendee;
 use crate::domain::tickets::TicketStatus;
-use crate::domain::webhooks::EventType;
 
 /// A ticket as every read shows it (D16.9).
 #[derive(Debug, Clone, PartialEq)]
@@ -104,24 +103,18 @@ pub struct CheckInRequest {
     pub action: String,
     pub entity_type: String,
     pub summary: serde_json::Value,
-    /// The `data` of the check-in's `ticket.checked_in` event: the ticket as the API shows it
-    /// (D17.26; the views sit above the store).
-    pub render: fn(&Ticket) -> serde_json::Value,
 }
 
-/// The group-committing writer of check-ins (answers: whether each one won), and how each
-/// check-in's `ticket.checked_in` event shows the ticket.
-#[derive(Clone, Debug)]
-pub struct CheckinWriter {
-    batches: super::group_commit::GroupCommit<CheckInRequest, bool>,
-    render: fn(&Ticket) -> serde_json::Value,
-}
+/// The group-committing writer of check-ins (answers: whether each one won); `flows::gate`
+/// starts it with the batch's transaction.
+pub type CheckinWriter = super::group_commit::GroupCommit<CheckInRequest, bool>;
 
-/// Starts the check-in writer; `render` is the `data` of `ticket.checked_in` (D17.26).
-pub fn checkin_writer(store: Store, render: fn(&Ticket) -> serde_json::Value) -> CheckinWriter {
-    let batches =
-        super::group_commit::GroupCommit::start(store, |store, requests| Box::pin(store.check_in_batch(requests)));
-    CheckinWriter { batches, render }
+/// What one batch of check-ins wrote: per request whether it checked its ticket in, and the
+/// tickets checked in as they now read, in check-in order.
+#[derive(Debug, Default)]
+pub struct CheckedIn {
+    pub won: Vec<bool>,
+    pub tickets: Vec<Ticket>,
 }
 
 fn gate_from_row(r: &impl Get) -> StoreResult<GateTicket> {
@@ -179,47 +172,12 @@ impl Store {
         }
     }
 
-    /// Checks a ticket in, once (D7.3): the conditional update and its audit entry commit
-    /// together (group-committed with other check-ins by `writer`); when the update matches no
-    /// row, the ticket as it now is tells why.
-    pub async fn check_in(
-        &self,
-        writer: &CheckinWriter,
-        account_id: &str,
-        gate: GateTicket,
-        by: &str,
-        now: i64,
-        audit: Audit<'_>,
-    ) -> StoreResult<CheckIn> {
-        let id = gate.ticket.id.clone();
-        let won = writer
-            .batches
-            .write(CheckInRequest {
-                account_id: account_id.to_string(),
-                ticket_id: id.clone(),
-                by: by.to_string(),
-                now,
-                key_id: audit.key_id.map(str::to_string),
-                request_id: audit.request_id.clone(),
-                action: audit.action.to_string(),
-                entity_type: audit.entity_type.to_string(),
-                summary: audit.summary.clone(),
-                render: writer.render,
-            })
-            .await?;
-        if won {
-            let mut ticket = gate.ticket;
-            ticket.checked_in = true;
-            ticket.checked_in_at = Some(now);
-            ticket.checked_in_by = Some(by.to_string());
-            return Ok(CheckIn::CheckedIn(ticket));
-        }
-        // Someone else won, or the ticket cannot be checked in: the row as it now is says which.
+    /// The account's ticket of the gate by its id, as it now is.
+    pub async fn gate_ticket_by_id(&self, account_id: &str, id: &str) -> StoreResult<GateTicket> {
         let sql = format!(
             "SELECT {TICKET_COLUMNS}, c.status AS campaign_status {TICKET_FROM} WHERE k.id = $1 AND k.account_id = $2"
         );
-        let t = self.gate_row(&sql, &id, account_id).await?;
-        Ok(if t.ticket.checked_in { CheckIn::Already(t.ticket) } else { CheckIn::Refused(t) })
+        self.gate_row(&sql, id, account_id).await
     }
 
     /// One ticket of the gate by `sql` with parameters ($1 the ticket key, $2 the account), read
@@ -237,114 +195,6 @@ impl Store {
             },
         };
         found.ok_or(StoreError::NotFound("ticket"))
-    }
-
-    /// Check-ins in one transaction, in two statements whatever their number: one conditional
-    /// `UPDATE … RETURNING id` for every ticket of the batch and one multi-row insert of the
-    /// winners' audit entries. Within a batch the first request for a ticket is the one that
-    /// can win (its time and gate agent are written); later requests for that ticket lose, as
-    /// they would one transaction later. Returns, per request, whether it checked the ticket in.
-    pub async fn check_in_batch(&self, requests: &[CheckInRequest]) -> StoreResult<Vec<bool>> {
-        // The first request per ticket id; only these take part in the update.
-        let mut first: HashMap<&str, usize> = HashMap::with_capacity(requests.len());
-        for (i, r) in requests.iter().enumerate() {
-            first.entry(r.ticket_id.as_str()).or_insert(i);
-        }
-        let mut candidates: Vec<usize> = first.into_values().collect();
-        candidates.sort_unstable();
-        let mut tx = self.writer().begin().await?;
-        let mut won = vec![false; requests.len()];
-        // Four parameters per candidate (id, time, agent, account): far under either database's limit.
-        let ids: Vec<String> = (0..candidates.len()).map(|k| format!("${}", k * 4 + 1)).collect();
-        let case = |offset: usize| -> String {
-            let arms: Vec<String> =
-                (0..candidates.len()).map(|k| format!("WHEN ${} THEN ${}", k * 4 + 1, k * 4 + 1 + offset)).collect();
-            format!("CASE id {} END", arms.join(" "))
-        };
-        let sql = format!(
-            "UPDATE tickets SET checked_in = 1, checked_in_at = {}, checked_in_by = {} \
-             WHERE id IN ({}) AND account_id = {} AND checked_in = 0 AND status = 'valid' \
-             AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = tickets.campaign_id AND c.status <> 'archived') \
-             RETURNING id, campaign_id",
-            case(1),
-            case(2),
-            ids.join(", "),
-            case(3)
-        );
-        let mut update = sqlx::query(&sql);
-        for &i in &candidates {
-            let r = &requests[i];
-            update = update.bind(&r.ticket_id).bind(r.now).bind(&r.by).bind(&r.account_id);
-        }
-        // Ticket id → its campaign, for each ticket this batch checked in.
-        let mut updated: HashMap<String, String> = HashMap::new();
-        for row in update.fetch_all(&mut *tx).await? {
-            updated.insert(row.try_get("id")?, row.try_get("campaign_id")?);
-        }
-        let winners: Vec<usize> =
-            candidates.into_iter().filter(|&i| updated.contains_key(requests[i].ticket_id.as_str())).collect();
-        if !winners.is_empty() {
-            let entries: Vec<(&str, Audit<'_>)> = winners
-                .iter()
-                .map(|&i| {
-                    let r = &requests[i];
-                    let entry = Audit {
-                        key_id: r.key_id.as_deref(),
-                        request_id: r.request_id.clone(),
-                        action: &r.action,
-                        entity_type: &r.entity_type,
-                        entity_id: &r.ticket_id,
-                        summary: r.summary.clone(),
-                    };
-                    (r.account_id.as_str(), entry)
-                })
-                .collect();
-            record_many(&mut tx, &entries).await?;
-            // Each check-in is an event of its account, as the ticket now reads (D17.25).
-            let sql = format!(
-                "SELECT {TICKET_COLUMNS} {TICKET_FROM} WHERE k.id IN ({}) ORDER BY k.checked_in_at, k.id",
-                placeholders(winners.len())
-            );
-            let ids: Vec<String> = winners.iter().map(|&i| requests[i].ticket_id.clone()).collect();
-            let checked: Vec<Ticket> = bind_all(sqlx::query(&sql), &ids)
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(ticket_from_row)
-                .collect::<StoreResult<_>>()?;
-            let request_of: HashMap<&str, &CheckInRequest> =
-                winners.iter().map(|&i| (requests[i].ticket_id.as_str(), &requests[i])).collect();
-            for t in &checked {
-                let Some(r) = request_of.get(t.id.as_str()) else { continue };
-                super::events::record(&mut tx, &r.account_id, EventType::TicketCheckedIn, &(r.render)(t), r.now)
-                    .await?;
-            }
-            for i in winners {
-                won[i] = true;
-            }
-        }
-        // One live event per campaign per batch, not per ticket (D17.5, D17.32).
-        let events: Vec<LiveEvent> = requests
-            .iter()
-            .zip(&won)
-            .filter(|(_, w)| **w)
-            .filter_map(|(r, _)| updated.get(&r.ticket_id).map(|c| (r.account_id.as_str(), c.as_str())))
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .map(|(a, c)| LiveEvent {
-                account_id: a.to_string(),
-                campaign_id: Some(c.to_string()),
-                kind: LiveKind::Checkin,
-            })
-            .collect();
-        live::notify_in(&mut tx, self.backend(), self.live(), &events).await?;
-        tx.commit().await?;
-        if self.backend() == Backend::Sqlite {
-            for event in events {
-                self.live().deliver(event);
-            }
-        }
-        Ok(won)
     }
 
     /// The tickets a holder has in one campaign of the account (my-tickets), in issue order.
@@ -419,4 +269,100 @@ pub(crate) async fn issue(conn: &mut sqlx::AnyConnection, t: &NewTickets<'_>, no
         .await?;
     }
     Ok(())
+}
+
+/// Check-ins in the caller's transaction, in three statements whatever their number: one
+/// conditional `UPDATE … RETURNING id` for every ticket of the batch, one multi-row insert of the
+/// winners' audit entries and one read of the winners' tickets, with one live event per
+/// campaign (delivered at the commit). Within a batch the first request for a ticket is the one that
+/// can win (its time and gate agent are written); later requests for that ticket lose, as
+/// they would one transaction later. Returns, per request, whether it checked the ticket in.
+pub(crate) async fn check_in_batch(tx: &mut StoreTx, requests: &[CheckInRequest]) -> StoreResult<CheckedIn> {
+    // The first request per ticket id; only these take part in the update.
+    let mut first: HashMap<&str, usize> = HashMap::with_capacity(requests.len());
+    for (i, r) in requests.iter().enumerate() {
+        first.entry(r.ticket_id.as_str()).or_insert(i);
+    }
+    let mut candidates: Vec<usize> = first.into_values().collect();
+    candidates.sort_unstable();
+    let mut won = vec![false; requests.len()];
+    let mut checked: Vec<Ticket> = Vec::new();
+    // Four parameters per candidate (id, time, agent, account): far under either database's limit.
+    let ids: Vec<String> = (0..candidates.len()).map(|k| format!("${}", k * 4 + 1)).collect();
+    let case = |offset: usize| -> String {
+        let arms: Vec<String> =
+            (0..candidates.len()).map(|k| format!("WHEN ${} THEN ${}", k * 4 + 1, k * 4 + 1 + offset)).collect();
+        format!("CASE id {} END", arms.join(" "))
+    };
+    let sql = format!(
+        "UPDATE tickets SET checked_in = 1, checked_in_at = {}, checked_in_by = {} \
+         WHERE id IN ({}) AND account_id = {} AND checked_in = 0 AND status = 'valid' \
+         AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = tickets.campaign_id AND c.status <> 'archived') \
+         RETURNING id, campaign_id",
+        case(1),
+        case(2),
+        ids.join(", "),
+        case(3)
+    );
+    let mut update = sqlx::query(&sql);
+    for &i in &candidates {
+        let r = &requests[i];
+        update = update.bind(&r.ticket_id).bind(r.now).bind(&r.by).bind(&r.account_id);
+    }
+    // Ticket id → its campaign, for each ticket this batch checked in.
+    let mut updated: HashMap<String, String> = HashMap::new();
+    for row in update.fetch_all(&mut **tx).await? {
+        updated.insert(row.try_get("id")?, row.try_get("campaign_id")?);
+    }
+    let winners: Vec<usize> =
+        candidates.into_iter().filter(|&i| updated.contains_key(requests[i].ticket_id.as_str())).collect();
+    if !winners.is_empty() {
+        let entries: Vec<(&str, Audit<'_>)> = winners
+            .iter()
+            .map(|&i| {
+                let r = &requests[i];
+                let entry = Audit {
+                    key_id: r.key_id.as_deref(),
+                    request_id: r.request_id.clone(),
+                    action: &r.action,
+                    entity_type: &r.entity_type,
+                    entity_id: &r.ticket_id,
+                    summary: r.summary.clone(),
+                };
+                (r.account_id.as_str(), entry)
+            })
+            .collect();
+        record_many(tx, &entries).await?;
+        // Each check-in is an event of its account, as the ticket now reads (D17.25).
+        let sql = format!(
+            "SELECT {TICKET_COLUMNS} {TICKET_FROM} WHERE k.id IN ({}) ORDER BY k.checked_in_at, k.id",
+            placeholders(winners.len())
+        );
+        let ids: Vec<String> = winners.iter().map(|&i| requests[i].ticket_id.clone()).collect();
+        checked = bind_all(sqlx::query(&sql), &ids)
+            .fetch_all(&mut **tx)
+            .await?
+            .iter()
+            .map(ticket_from_row)
+            .collect::<StoreResult<_>>()?;
+        for i in winners {
+            won[i] = true;
+        }
+    }
+    // One live event per campaign per batch, not per ticket (D17.5, D17.32).
+    let events: Vec<LiveEvent> = requests
+        .iter()
+        .zip(&won)
+        .filter(|(_, w)| **w)
+        .filter_map(|(r, _)| updated.get(&r.ticket_id).map(|c| (r.account_id.as_str(), c.as_str())))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|(a, c)| LiveEvent {
+            account_id: a.to_string(),
+            campaign_id: Some(c.to_string()),
+            kind: LiveKind::Checkin,
+        })
+        .collect();
+    tx.publish_all(events).await?;
+    Ok(CheckedIn { won, tickets: checked })
 }

@@ -2,21 +2,20 @@
 //! `store::idempotency`, a withdrawal's approval request in `store::approvals` (its decision's
 //! effect here). Every move is one transaction guarded in SQL, so it happens once under any
 //! concurrency or crash:
-//! - creation claims the idempotency key (`store::idempotency`), checks the available balance,
-//!   and writes the withdrawal, its `withdrawal_hold` entry, its payout job (or its approval
-//!   request) and the answer to replay, all in one transaction. On PostgreSQL the account row is
+//! - creation (`flows::payouts`) claims the idempotency key (`store::idempotency`), checks the
+//!   available balance, and writes the withdrawal, its `withdrawal_hold` entry, its payout job
+//!   (or its approval request) and the answer to replay, all in one transaction. On PostgreSQL the account row is
 //!   locked first (`lock_account`) so concurrent withdrawals (and refunds) of one account see
 //!   each other's holds; on SQLite the one writer connection already serializes them;
-//! - an end (`completed`, `failed`, `cancelled`) moves the status from an open state only, and
-//!   writes the `withdrawal_release` (and `withdrawal_debit`) entries with it; the ledger's
-//!   unique (kind, reference) refuses a second one whatever happens above.
-use serde_json::{json, Value};
+//! - an end (`completed`, `failed`, `cancelled`) moves the status from an open state only; the
+//!   payout flow writes the `withdrawal_release` (and `withdrawal_debit`) entries with it, and
+//!   the ledger's unique (kind, reference) refuses a second one whatever happens above.
+use serde_json::json;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::idempotency::{self, Ask, KeyState};
 use super::jobs::{self, queue};
-use super::ledger::{entry as ledger_entry, kind};
+use super::ledger::kind;
 use super::query::{Arg, Filter};
 use super::{Backend, Store, StoreError, StoreResult};
 use crate::domain::new_id;
@@ -73,28 +72,6 @@ fn from_row(r: &AnyRow) -> StoreResult<Withdrawal> {
     })
 }
 
-/// A withdrawal to create, with the answer its idempotency key will replay.
-#[derive(Debug, Clone)]
-pub struct NewWithdrawal<'a> {
-    /// The withdrawal as it will be stored: `pending`, or `awaiting_approval` above the
-    /// account's threshold; its idempotency key and creation time.
-    pub withdrawal: &'a Withdrawal,
-    /// The key it was asked under (its account and key are the withdrawal's).
-    pub ask: &'a Ask,
-    /// The `data` of the 201, stored for replays.
-    pub response: &'a Value,
-    /// The approval request's reason (awaiting_approval only).
-    pub approval_reason: &'a str,
-}
-
-/// What creating a withdrawal did.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Created {
-    Created,
-    /// A concurrent request with the key won; this is how the key stands now.
-    Key(KeyState),
-}
-
 /// Serializes the account's money moves (withdrawals and refunds) on PostgreSQL, in the
 /// caller's transaction, so that each sees the holds of those before it (SQLite's single writer
 /// does this by construction): the one dialect branch. `NO KEY UPDATE`, not `UPDATE`: it
@@ -112,26 +89,93 @@ pub(crate) async fn lock_account(
     Ok(())
 }
 
-/// The end of an open withdrawal, in the caller's transaction: the status move (from an open
-/// state only), the release, and the debit when it completed. Returns whether it moved.
-pub(crate) async fn end(
+/// What the account may spend now, for a withdrawal, in the caller's transaction: read after
+/// the lock (or the single writer) was won. A withdrawal that waited holds the time it was asked
+/// at (`now`), and the holds of those that went before it carry their own, later times. Reading
+/// "settled by `now`" missed them, and fifty withdrawals at once could overdraw (seen: 15 × 7 GHS
+/// from 100). Holds count whatever their time, so a clock step back cannot hide one either.
+pub(crate) async fn available_in(conn: &mut sqlx::AnyConnection, account_id: &str, now: i64) -> StoreResult<i64> {
+    Ok(sqlx::query(
+        "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS available FROM ledger_entries \
+         WHERE account_id = $1 AND (settles_at <= $2 OR kind = $3)",
+    )
+    .bind(account_id)
+    .bind(crate::domain::time::now_ms().max(now))
+    .bind(kind::WITHDRAWAL_HOLD)
+    .fetch_one(conn)
+    .await?
+    .try_get("available")?)
+}
+
+/// Inserts the withdrawal as it is (its status, key and creation time), in the caller's
+/// transaction.
+pub(crate) async fn insert(conn: &mut sqlx::AnyConnection, w: &Withdrawal) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO withdrawals (id, account_id, status, amount, currency, bank_name, bank_code, account_number, \
+         account_name, provider, idempotency_key, created_at, updated_at, requested_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13)",
+    )
+    .bind(&w.id)
+    .bind(&w.account_id)
+    .bind(w.status.as_str())
+    .bind(w.amount)
+    .bind(&w.currency)
+    .bind(&w.bank_name)
+    .bind(&w.bank_code)
+    .bind(&w.account_number)
+    .bind(&w.account_name)
+    .bind(&w.provider)
+    .bind(&w.idempotency_key)
+    .bind(w.created_at)
+    .bind(w.requested_by.as_deref())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Files Tessera's own approval request for a withdrawal held for approval (D14.2), in the
+/// caller's transaction.
+pub(crate) async fn request_approval(
+    conn: &mut sqlx::AnyConnection,
+    w: &Withdrawal,
+    reason: &str,
+    now: i64,
+) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO approval_requests (id, account_id, entity_type, status, reason, request_payload, \
+         requested_by, created_at) VALUES ($1, $2, 'withdrawal', 'pending', $3, $4, NULL, $5)",
+    )
+    .bind(new_id())
+    .bind(&w.account_id)
+    .bind(reason)
+    .bind(json!({ "withdrawalId": w.id }).to_string())
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The end of an open withdrawal's status, in the caller's transaction: the move to `to` from
+/// one of `from` only. Returns its account and amount when this call moved it (the flow writes
+/// the ledger entries the end makes).
+pub(crate) async fn mark_ended(
     conn: &mut sqlx::AnyConnection,
     id: &str,
     from: &[WithdrawalStatus],
     to: WithdrawalStatus,
     reason: Option<&str>,
     now: i64,
-) -> StoreResult<bool> {
+) -> StoreResult<Option<(String, i64)>> {
     let Some(row) = sqlx::query("SELECT account_id, amount, status FROM withdrawals WHERE id = $1")
         .bind(id)
         .fetch_optional(&mut *conn)
         .await?
     else {
-        return Ok(false);
+        return Ok(None);
     };
     let status: String = row.try_get("status")?;
     if !from.iter().any(|s| s.as_str() == status) {
-        return Ok(false);
+        return Ok(None);
     }
     let moved = sqlx::query(
         "UPDATE withdrawals SET status = $1, failure_reason = $2, updated_at = $3 WHERE id = $4 AND status = $5",
@@ -145,97 +189,15 @@ pub(crate) async fn end(
     .await?
     .rows_affected();
     if moved != 1 {
-        return Ok(false);
+        return Ok(None);
     }
-    let account_id: String = row.try_get("account_id")?;
-    let amount: i64 = row.try_get("amount")?;
-    ledger_entry(&mut *conn, &account_id, kind::WITHDRAWAL_RELEASE, amount, id, now, now).await?;
-    if to == WithdrawalStatus::Completed {
-        ledger_entry(&mut *conn, &account_id, kind::WITHDRAWAL_DEBIT, -amount, id, now, now).await?;
-    }
-    jobs::finish(conn, queue::PAYOUT, id).await?;
-    Ok(true)
+    Ok(Some((row.try_get("account_id")?, row.try_get("amount")?)))
 }
 
 /// The states a transfer's outcome ends.
 pub(crate) const OPEN: [WithdrawalStatus; 2] = [WithdrawalStatus::Pending, WithdrawalStatus::Processing];
 
 impl Store {
-    /// Creates a withdrawal under its idempotency key (see the module docs). An available
-    /// balance below the amount → `InsufficientBalance`, nothing written (the key stays free).
-    pub async fn create_withdrawal(&self, new: &NewWithdrawal<'_>) -> StoreResult<Created> {
-        let w = new.withdrawal;
-        let now = w.created_at;
-        let mut tx = self.writer().begin().await?;
-        lock_account(&mut tx, self.backend(), &w.account_id).await?;
-        if let Some(state) = idempotency::claim(&mut tx, new.ask, now).await? {
-            tx.rollback().await?;
-            return Ok(Created::Key(state));
-        }
-        // What is available now, read after the lock (or the single writer) was won: a
-        // withdrawal that waited holds the time it was asked at (`now`), and the holds of those
-        // that went before it carry their own, later times. Reading "settled by `now`" missed
-        // them, and fifty withdrawals at once could overdraw (seen: 15 × 7 GHS from 100). Holds
-        // count whatever their time, so a clock step back cannot hide one either.
-        let available: i64 = sqlx::query(
-            "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) AS available FROM ledger_entries \
-             WHERE account_id = $1 AND (settles_at <= $2 OR kind = $3)",
-        )
-        .bind(&w.account_id)
-        .bind(crate::domain::time::now_ms().max(now))
-        .bind(kind::WITHDRAWAL_HOLD)
-        .fetch_one(&mut *tx)
-        .await?
-        .try_get("available")?;
-        if available < w.amount {
-            tx.rollback().await?;
-            return Err(StoreError::InsufficientBalance(format!(
-                "the available balance ({}) does not cover {}",
-                crate::domain::money::to_ghs(available.max(0)),
-                crate::domain::money::to_ghs(w.amount)
-            )));
-        }
-        sqlx::query(
-            "INSERT INTO withdrawals (id, account_id, status, amount, currency, bank_name, bank_code, account_number, \
-             account_name, provider, idempotency_key, created_at, updated_at, requested_by) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13)",
-        )
-        .bind(&w.id)
-        .bind(&w.account_id)
-        .bind(w.status.as_str())
-        .bind(w.amount)
-        .bind(&w.currency)
-        .bind(&w.bank_name)
-        .bind(&w.bank_code)
-        .bind(&w.account_number)
-        .bind(&w.account_name)
-        .bind(&w.provider)
-        .bind(&w.idempotency_key)
-        .bind(now)
-        .bind(w.requested_by.as_deref())
-        .execute(&mut *tx)
-        .await?;
-        ledger_entry(&mut tx, &w.account_id, kind::WITHDRAWAL_HOLD, -w.amount, &w.id, now, now).await?;
-        if w.status == WithdrawalStatus::AwaitingApproval {
-            sqlx::query(
-                "INSERT INTO approval_requests (id, account_id, entity_type, status, reason, request_payload, \
-                 requested_by, created_at) VALUES ($1, $2, 'withdrawal', 'pending', $3, $4, NULL, $5)",
-            )
-            .bind(new_id())
-            .bind(&w.account_id)
-            .bind(new.approval_reason)
-            .bind(json!({ "withdrawalId": w.id }).to_string())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        } else {
-            jobs::enqueue(&mut tx, queue::PAYOUT, &w.id, now, now).await?;
-        }
-        idempotency::complete(&mut tx, new.ask, "withdrawal.create", "withdrawal", &w.id, new.response).await?;
-        tx.commit().await?;
-        Ok(Created::Created)
-    }
-
     /// The account's withdrawal (another account's looks like none: 404).
     pub async fn withdrawal(&self, account_id: &str, id: &str) -> StoreResult<Withdrawal> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM withdrawals WHERE account_id = $1 AND id = $2"))
@@ -349,11 +311,4 @@ pub(crate) async fn release_awaiting(
         jobs::enqueue(conn, queue::PAYOUT, id, now, now).await?;
     }
     Ok(n == 1)
-}
-
-/// Rejection of a withdrawal held for approval, in the decision's transaction: cancelled with
-/// its hold released. Returns whether it moved.
-pub(crate) async fn cancel_awaiting(conn: &mut sqlx::AnyConnection, id: &str, now: i64) -> StoreResult<bool> {
-    end(conn, id, &[WithdrawalStatus::AwaitingApproval], WithdrawalStatus::Cancelled, Some("rejected at approval"), now)
-        .await
 }

@@ -16,7 +16,7 @@ pub use crate::views::campaigns::CampaignOut;
 
 use crate::domain::refunds::REASON_MAX;
 use crate::domain::time::rfc3339;
-use crate::flows::{events, refunds};
+use crate::flows::{campaigns, refunds};
 use crate::http::envelope::{ok_rendered_page, ApiResponse, Envelope, ListEnvelope, Pagination};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, AnyKey, ApiJson, ListFilters, ListQuery, Scheme, Signed};
@@ -207,16 +207,14 @@ pub async fn update(
     ApiJson(patch): ApiJson<CampaignPatch>,
 ) -> ApiResult<CampaignUpdatedOut> {
     let input = patch.input();
-    let c = state
-        .store
-        .update_campaign(
-            &caller.account_id,
-            campaign_id(&id)?,
-            |current| parse_update(&input, current),
-            audit(&caller, "campaign.updated", "campaign"),
-            events::campaign_data,
-        )
-        .await?;
+    let c = campaigns::update(
+        &state.store,
+        &caller.account_id,
+        campaign_id(&id)?,
+        |current| parse_update(&input, current),
+        audit(&caller, "campaign.updated", "campaign"),
+    )
+    .await?;
     Ok(ApiResponse::ok(CampaignUpdatedOut {
         id: c.id,
         status: c.status.as_str().into(),
@@ -287,8 +285,7 @@ pub async fn cancel(
     };
     let entry = audit(&caller, "campaign.cancelled", "campaign");
     let refund = body.refund.unwrap_or(false);
-    let done = refunds::cancel(&state, &caller.account_id, id, reason.as_deref(), refund, entry, events::campaign_data)
-        .await?;
+    let done = refunds::cancel(&state, &caller.account_id, id, reason.as_deref(), refund, entry).await?;
     Ok(ApiResponse::accepted(CampaignCancelledOut {
         id: done.campaign.id,
         status: done.campaign.status.as_str().into(),

@@ -12,6 +12,7 @@ use crate::domain::payments::normalize_ticket_code;
 use crate::domain::scopes::Scope;
 use crate::domain::tickets::TicketStatus;
 use crate::domain::time::now_ms;
+use crate::flows::gate;
 use crate::http::envelope::{ApiResponse, Envelope};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{scope, AnyKey, ApiJson, Scheme};
@@ -143,7 +144,9 @@ pub async fn verify(
     let by = by.unwrap_or_else(|| caller.key_id.to_string());
     let mut entry = audit(&caller, "ticket.checked_in", "ticket");
     entry.summary = serde_json::json!({"campaignId": gate.ticket.campaign_id, "checkedInBy": by});
-    let out = match state.store.check_in(&state.checkins, &caller.account_id, gate, &by, now_ms(), entry).await? {
+    let out = match gate::check_in_ticket(&state.store, &state.checkins, &caller.account_id, gate, &by, now_ms(), entry)
+        .await?
+    {
         CheckIn::CheckedIn(t) => verify_out("checked_in", t),
         CheckIn::Already(t) => verify_out("already_checked_in", t),
         CheckIn::Refused(g) if g.ticket.status == TicketStatus::Void => verify_out("void", g.ticket),
