@@ -364,6 +364,27 @@ fn sealed_at(v: &Value, key: &str) -> Option<String> {
     v.get(key)?.get(SEALED)?.as_str().map(str::to_string)
 }
 
+/// The `branding` category as messages show it (D13.4): each a non-empty string after trimming.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BrandingSettings {
+    pub platform_name: Option<String>,
+    pub logo_url: Option<String>,
+    pub primary_color: Option<String>,
+    pub support_email: Option<String>,
+}
+
+impl BrandingSettings {
+    /// The typed view of a stored `branding` object (`{}` when never written).
+    pub fn from_value(v: &Value) -> Self {
+        BrandingSettings {
+            platform_name: setting_str(v, "platformName"),
+            logo_url: setting_str(v, "logoUrl"),
+            primary_color: setting_str(v, "primaryColor"),
+            support_email: setting_str(v, "supportEmail"),
+        }
+    }
+}
+
 /// The `ussd` category (D17.19, D17.40).
 #[derive(Debug, Clone, PartialEq)]
 pub struct UssdSettings {
