@@ -13,7 +13,8 @@ pub type Broken = (String, String);
 
 /// `T` read from `config`, with every broken rule; a member that breaks one reads as absent.
 pub fn read<T: DeserializeOwned + Default>(config: &Value) -> (T, Vec<Broken>) {
-    let mut work = config.clone();
+    // A copy only once a rule is broken: a stored object (checked on the way in) reads in place.
+    let mut work = std::borrow::Cow::Borrowed(config);
     let mut broken = Vec::new();
     loop {
         match serde_path_to_error::deserialize::<_, T>(Ordered(&work)) {
@@ -21,7 +22,7 @@ pub fn read<T: DeserializeOwned + Default>(config: &Value) -> (T, Vec<Broken>) {
             Err(e) => {
                 let segments: Vec<Segment> = e.path().iter().cloned().collect();
                 broken.push((path_text(&segments), e.into_inner().to_string()));
-                if !remove(&mut work, &segments) {
+                if !remove(work.to_mut(), &segments) {
                     return (T::default(), broken);
                 }
             }
