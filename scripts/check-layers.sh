@@ -9,6 +9,11 @@
 #      kept beside the adapters so that adding a provider is one file and one line; the settings
 #      rules read its names);
 #   5. no SQL under http/ (no sqlx, no SELECT/INSERT/UPDATE/DELETE statement text);
+#   5b. providers/ (payment adapters, messaging transports) import only domain and each other:
+#      no state, config, store, flows, views, auth, http or workers (the flow decides, the
+#      transport carries);
+#   5c. views/ (what the API returns, and a notification's message) does no I/O: no state,
+#      providers, flows, http, workers or sqlx;
 #   6. no route handler (a `pub async fn` under http/v1, http/portal, http/console, http/callbacks.rs) is longer
 #      than 60 lines, from `pub async fn` to its closing brace.
 set -euo pipefail
@@ -41,6 +46,16 @@ done < <(hits 'crate::(store|flows|providers|state|http)\b|sqlx::' domain | grep
 while IFS= read -r line; do
   [ -n "$line" ] && breach "SQL under http/: $line"
 done < <(hits 'sqlx|"(SELECT|INSERT|UPDATE|DELETE) ' http)
+
+code() { grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' || true; }
+
+while IFS= read -r line; do
+  [ -n "$line" ] && breach "providers/ depends on a layer above it: $line"
+done < <(hits 'crate::(state|config|store|flows|views|auth|http|workers)\b' providers | code)
+
+while IFS= read -r line; do
+  [ -n "$line" ] && breach "views/ does I/O: $line"
+done < <(hits 'crate::(state|providers|flows|http|workers)\b|sqlx::' views | code)
 
 while IFS= read -r line; do
   [ -n "$line" ] && breach "handler over 60 lines: $line"

@@ -58,7 +58,12 @@ pub mod domain;
 pub mod flows;
 pub mod http;
 pub mod live;
-pub mod notify;
+/// The former home of notification rendering, kept as a path while a test names it: the
+/// rendering is [`flows::notifications::render`] now.
+#[doc(hidden)]
+pub mod notify {
+    pub use crate::flows::notifications::render;
+}
 pub mod providers;
 pub mod sandbox;
 pub mod state;

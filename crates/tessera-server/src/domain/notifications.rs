@@ -1,5 +1,7 @@
-//! Notifications (D9.2, D13): channels, delivery states, and the rules a `POST /notifications`
-//! body is held to.
+//! Notifications (D9.2, D13): channels, delivery states, the rules a `POST /notifications`
+//! body is held to, and a message as it is rendered for its transport.
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::check::{email, free_object, phone, text, Check};
@@ -81,4 +83,31 @@ pub fn parse_request(i: &NotificationInput<'_>) -> Result<NotificationRequest, D
         subject,
         payload: payload.unwrap_or_default(),
     })
+}
+
+/// Event type of the my-tickets passcode mail (its payload's code is scrubbed once delivered).
+pub const PASSCODE_EVENT: &str = "my_tickets.passcode";
+/// Event type of the reseller portal's passcodes (sign-in and `otp/send`), scrubbed alike.
+pub const PORTAL_PASSCODE_EVENT: &str = "portal.passcode";
+
+/// Whether a notification carries a passcode (its payload is scrubbed once it is final).
+pub fn carries_passcode(event_type: &str) -> bool {
+    event_type == PASSCODE_EVENT || event_type == PORTAL_PASSCODE_EVENT
+}
+
+/// A rendered message. `inline` holds the images the HTML references as `cid:<id>` (D17.8):
+/// they travel as parts of a multipart/related beside the HTML, never as `data:` URIs.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub subject: String,
+    pub text: String,
+    pub html: String,
+    pub inline: Arc<Vec<Inline>>,
+}
+
+/// An inline image of a message: its Content-ID (without angle brackets) and PNG bytes.
+#[derive(Debug, Clone)]
+pub struct Inline {
+    pub content_id: String,
+    pub png: Vec<u8>,
 }

@@ -1,4 +1,10 @@
-//! Settings (D4): categories, secret masking, and the provider summary shown by `/context`.
+//! Settings (D4): categories, secret masking, merge patches, and each category's members with
+//! their rules, read through one typed struct per category (`rules` holds the member types,
+//! `read` the reading that names every broken rule at its path).
+mod read;
+mod rules;
+
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::check::Check;
@@ -217,76 +223,150 @@ fn is_sealed_map(m: &Map<String, Value>) -> bool {
 const CHANNELS: [&str; 5] = ["web", "ussd", "telegram", "whatsapp", "withdrawal"];
 pub const MODULES: [&str; 5] = ["voting", "donations", "ticketing", "submissions", "myTickets"];
 
-struct V<'a> {
-    check: &'a mut Check,
+// Each category the code reads or checks is one struct below: its members are named once (camel
+// case, as stored), each of a type from `rules` that holds its rule; unknown members are kept
+// (D4.2). `validate` reports every broken rule, in declaration order, at its path; the typed
+// views (`PaymentsSettings` and the rest) read a stored object with what breaks a rule, or is
+// absent, as the documented default.
+
+#[derive(Debug)]
+struct ProviderNames;
+impl rules::Names for ProviderNames {
+    const ALL: &'static [&'static str] = &PROVIDERS;
+    const NOUN: &'static str = "provider";
 }
 
-impl V<'_> {
-    fn fail(&mut self, path: &str, msg: impl Into<String>) {
-        self.check.fail(format!("config.{path}"), msg);
-    }
-    fn bool(&mut self, o: &Map<String, Value>, k: &str, path: &str) {
-        if let Some(v) = o.get(k) {
-            if !v.is_boolean() {
-                self.fail(&format!("{path}{k}"), "must be a boolean");
-            }
-        }
-    }
-    /// A string (or a sealed secret) of 1..=max characters.
-    fn string(&mut self, o: &Map<String, Value>, k: &str, path: &str, max: usize) -> Option<String> {
-        match o.get(k) {
-            None => None,
-            Some(v) if is_sealed(v) => None,
-            Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= max => Some(s.clone()),
-            Some(_) => {
-                self.fail(&format!("{path}{k}"), format!("must be a string of 1 to {max} characters"));
-                None
-            }
-        }
-    }
-    fn one_of(&mut self, o: &Map<String, Value>, k: &str, path: &str, allowed: &[&str]) -> Option<String> {
-        let s = o.get(k)?;
-        match s.as_str() {
-            Some(s) if allowed.contains(&s) => Some(s.to_string()),
-            _ => {
-                self.fail(&format!("{path}{k}"), format!("must be one of {}", allowed.join(", ")));
-                None
-            }
-        }
-    }
-    fn number(&mut self, o: &Map<String, Value>, k: &str, path: &str, min: f64, max: f64) {
-        if let Some(v) = o.get(k) {
-            if !v.as_f64().is_some_and(|n| n.is_finite() && n >= min && n <= max) {
-                self.fail(&format!("{path}{k}"), format!("must be a number from {min} to {max}"));
-            }
-        }
-    }
-    fn object<'v>(&mut self, o: &'v Map<String, Value>, k: &str, path: &str) -> Option<&'v Map<String, Value>> {
-        match o.get(k) {
-            None => None,
-            Some(Value::Object(m)) => Some(m),
-            Some(_) => {
-                self.fail(&format!("{path}{k}"), "must be an object");
-                None
-            }
-        }
-    }
-    fn url(&mut self, o: &Map<String, Value>, k: &str, path: &str) {
-        if let Some(s) = self.string(o, k, path, 2048) {
-            if super::check::url("", &s, false).is_err() {
-                self.fail(&format!("{path}{k}"), "must be an absolute http(s) URL");
-            }
-        }
-    }
+#[derive(Debug)]
+struct ChannelNames;
+impl rules::Names for ChannelNames {
+    const ALL: &'static [&'static str] = &CHANNELS;
+    const NOUN: &'static str = "channel";
 }
 
-// Typed views of the categories the code reads (`notifications`, `operations`; `payments`
-// beside them): each reads a stored category object as the rules of `validate` let it be, and
-// reads what is absent or unusable as the documented default.
+#[derive(Debug)]
+struct ModuleNames;
+impl rules::Names for ModuleNames {
+    const ALL: &'static [&'static str] = &MODULES;
+    const NOUN: &'static str = "module";
+}
+
+/// The `payments` category as stored (D4, D5.4, D11.2, D12.3, D14.1).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct PaymentsConfig {
+    use_shared_defaults: Option<rules::Flag>,
+    default_provider: Option<rules::Provider>,
+    fallback_provider: Option<rules::Provider>,
+    payout_provider: Option<rules::Provider>,
+    fee_percent: Option<rules::Number<0, 20>>,
+    fee_fixed: Option<rules::Ghs>,
+    fee_bearer: Option<rules::Bearer>,
+    providers: Option<rules::Named<ProviderNames, ProviderConfig>>,
+    channels: Option<rules::Named<ChannelNames, ChannelConfig>>,
+}
+
+/// `payments.providers.<name>`: the account's own credentials for one provider.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ProviderConfig {
+    secret_key: Option<rules::Text<512>>,
+    public_key: Option<rules::Text<512>>,
+    base_url: Option<rules::Url>,
+}
+
+/// `payments.channels.<channel>`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ChannelConfig {
+    provider: Option<rules::Provider>,
+}
+
+/// The `notifications` category as stored (D9.2, D13.2–D13.3, D17.7).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct NotificationsConfig {
+    organizer_email: Option<rules::EmailAddress<254>>,
+    email: Option<EmailConfig>,
+    sms: Option<SmsConfig>,
+}
+
+/// `notifications.email`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct EmailConfig {
+    smtp_host: Option<rules::Text<255>>,
+    smtp_port: Option<rules::Port>,
+    username: Option<rules::Text<255>>,
+    password: Option<rules::Text<512>>,
+    from_address: Option<rules::EmailAddress<254>>,
+    from_name: Option<rules::Text<255>>,
+    smtp_tls: Option<SmtpTls>,
+}
+
+/// `notifications.sms`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct SmsConfig {
+    base_url: Option<rules::Url>,
+    api_key: Option<rules::Text<512>>,
+    sender_id: Option<rules::Text<11>>,
+}
+
+/// The `operations` category as stored (D14.2, D17.9).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct OperationsConfig {
+    /// Withdrawals strictly above this many GHS wait for an approval.
+    withdrawal_approval_above: Option<rules::GhsOrNull>,
+    modules: Option<rules::Named<ModuleNames, rules::Flag>>,
+}
+
+/// The `security` category as stored (D16.19).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct SecurityConfig {
+    rate_limit_per_minute: Option<rules::RateLimit>,
+}
+
+/// The `ussd` category as stored (D17.19, D17.40).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct UssdConfig {
+    enabled: Option<rules::Flag>,
+    callback_token: Option<rules::CallbackToken>,
+    service_code: Option<rules::ServiceCode>,
+    campaign_id: Option<rules::Text<64>>,
+    provider: Option<rules::Provider>,
+    max_votes: Option<rules::Whole<1, 1_000_000>>,
+}
+
+/// The `branding` category as stored (D13.4).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct BrandingConfig {
+    platform_name: Option<rules::Text<255>>,
+    logo_url: Option<rules::Url>,
+    /// Not checked: the layout uses it only when it looks like a colour.
+    primary_color: Option<Value>,
+    support_email: Option<Value>,
+}
+
+/// A member read as text when it is a string (trimmed, blank as not set), whatever its rule.
+fn loose_text(v: &Option<Value>) -> Option<String> {
+    v.as_ref().and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+fn trimmed<const MAX: usize>(t: &Option<rules::Text<MAX>>) -> Option<String> {
+    t.as_ref().and_then(rules::Text::trimmed)
+}
+
+fn sealed<const MAX: usize>(t: &Option<rules::Text<MAX>>) -> Option<String> {
+    t.as_ref().and_then(rules::Text::sealed)
+}
 
 /// The `payments` settings category as the payment flows read it (D4, D5.4, D11.2, D12.3,
-/// D14.1). Unknown or mistyped members read as absent (the settings route validated them on
-/// the way in); provider names stay names here, routing resolves them.
+/// D14.1). Members that break their rule read as absent (the settings route checked them on the
+/// way in); provider names stay names here, routing resolves them.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PaymentsSettings {
     /// `useSharedDefaults` (default true): the platform's provider credentials, not the account's.
@@ -311,32 +391,41 @@ pub struct OwnProvider {
     pub base_url: Option<String>,
 }
 
+fn url_text(u: &Option<rules::Url>) -> Option<String> {
+    u.as_ref().and_then(|u| u.0.raw()).map(str::to_string)
+}
+
 impl PaymentsSettings {
     /// Reads the stored category object (`{}` when the account has none).
     pub fn from_value(v: &Value) -> Self {
-        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
-        let entries = |k: &str| v.get(k).and_then(Value::as_object).into_iter().flatten();
+        let c: PaymentsConfig = read::read(v).0;
+        let name = |p: &Option<rules::Provider>| p.as_ref().map(|p| p.0.clone());
         PaymentsSettings {
-            use_shared_defaults: v.get("useSharedDefaults").and_then(Value::as_bool).unwrap_or(true),
-            channel_providers: entries("channels")
-                .filter_map(|(channel, c)| Some((channel.clone(), text(c.get("provider"))?)))
-                .collect(),
-            default_provider: text(v.get("defaultProvider")),
-            fallback_provider: text(v.get("fallbackProvider")),
-            payout_provider: text(v.get("payoutProvider")),
-            own: entries("providers")
-                .map(|(name, p)| {
-                    let sealed = p.get("secretKey").and_then(|s| s.get(SEALED));
-                    let own = OwnProvider { sealed_secret: text(sealed), base_url: text(p.get("baseUrl")) };
-                    (name.clone(), own)
+            use_shared_defaults: c.use_shared_defaults.is_none_or(|f| f.0),
+            channel_providers: c
+                .channels
+                .map(|ch| ch.0.into_iter().filter_map(|(channel, cfg)| Some((channel, name(&cfg.provider)?))).collect())
+                .unwrap_or_default(),
+            default_provider: name(&c.default_provider),
+            fallback_provider: name(&c.fallback_provider),
+            payout_provider: name(&c.payout_provider),
+            own: c
+                .providers
+                .map(|p| {
+                    p.0.into_iter()
+                        .map(|(name, cfg)| {
+                            let own = OwnProvider {
+                                sealed_secret: sealed(&cfg.secret_key),
+                                base_url: url_text(&cfg.base_url),
+                            };
+                            (name, own)
+                        })
+                        .collect()
                 })
-                .collect(),
-            fee_percent: v.get("feePercent").and_then(Value::as_f64),
-            fee_fixed: v.get("feeFixed").and_then(Value::as_f64),
-            fee_bearer: v.get("feeBearer").and_then(Value::as_str).map(|b| match b {
-                "customer" => super::payments::FeeBearer::Customer,
-                _ => super::payments::FeeBearer::Organizer,
-            }),
+                .unwrap_or_default(),
+            fee_percent: c.fee_percent.map(|n| n.0),
+            fee_fixed: c.fee_fixed.and_then(|g| g.0),
+            fee_bearer: c.fee_bearer.map(|b| b.0),
         }
     }
 
@@ -354,14 +443,26 @@ impl PaymentsSettings {
     }
 }
 
-/// A non-empty string after trimming (a setting left blank counts as not set).
-fn setting_str(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+/// The `branding` category as messages show it (D13.4): each a non-empty string after trimming.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BrandingSettings {
+    pub platform_name: Option<String>,
+    pub logo_url: Option<String>,
+    pub primary_color: Option<String>,
+    pub support_email: Option<String>,
 }
 
-/// The ciphertext of a sealed secret at `key` (D4.3), if one is stored there.
-fn sealed_at(v: &Value, key: &str) -> Option<String> {
-    v.get(key)?.get(SEALED)?.as_str().map(str::to_string)
+impl BrandingSettings {
+    /// The typed view of a stored `branding` object (`{}` when never written).
+    pub fn from_value(v: &Value) -> Self {
+        let c: BrandingConfig = read::read(v).0;
+        BrandingSettings {
+            platform_name: trimmed(&c.platform_name),
+            logo_url: c.logo_url.and_then(|u| u.0.trimmed()),
+            primary_color: loose_text(&c.primary_color),
+            support_email: loose_text(&c.support_email),
+        }
+    }
 }
 
 /// The `ussd` category (D17.19, D17.40).
@@ -382,13 +483,14 @@ pub struct UssdSettings {
 impl UssdSettings {
     /// The typed view of a stored `ussd` object (`{}` when never written).
     pub fn from_value(v: &Value) -> Self {
+        let c: UssdConfig = read::read(v).0;
         UssdSettings {
-            enabled: v.get("enabled").and_then(Value::as_bool).unwrap_or(false),
-            token_sealed: sealed_at(v, "callbackToken"),
-            service_code: setting_str(v, "serviceCode"),
-            campaign_id: setting_str(v, "campaignId"),
-            provider: setting_str(v, "provider").and_then(|p| ProviderId::parse(&p)),
-            max_votes: v.get("maxVotes").and_then(Value::as_i64).filter(|n| *n >= 1).unwrap_or(1000),
+            enabled: c.enabled.is_some_and(|f| f.0),
+            token_sealed: c.callback_token.and_then(|t| t.0),
+            service_code: c.service_code.and_then(|s| s.0.trimmed()),
+            campaign_id: trimmed(&c.campaign_id),
+            provider: c.provider.and_then(|p| ProviderId::parse(&p.0)),
+            max_votes: c.max_votes.map_or(1000, |n| n.0),
         }
     }
 }
@@ -463,29 +565,25 @@ pub struct SmsSettings {
 impl NotificationsSettings {
     /// The typed view of a stored `notifications` object (`{}` when never written).
     pub fn from_value(v: &Value) -> Self {
-        let email = v.get("email").filter(|e| setting_str(e, "smtpHost").is_some()).map(|e| SmtpSettings {
-            host: setting_str(e, "smtpHost").unwrap_or_default(),
-            port: e.get("smtpPort").and_then(Value::as_u64).and_then(|p| u16::try_from(p).ok()).unwrap_or(25),
-            username: setting_str(e, "username"),
-            password_sealed: sealed_at(e, "password"),
-            from_address: setting_str(e, "fromAddress"),
-            from_name: setting_str(e, "fromName"),
-            tls: setting_str(e, "smtpTls").and_then(|t| SmtpTls::parse(&t)).unwrap_or_default(),
+        let c: NotificationsConfig = read::read(v).0;
+        let email = c.email.and_then(|e| {
+            Some(SmtpSettings {
+                host: trimmed(&e.smtp_host)?,
+                port: e.smtp_port.map_or(25, |p| p.0),
+                username: trimmed(&e.username),
+                password_sealed: sealed(&e.password),
+                from_address: e.from_address.and_then(|a| a.0.trimmed()),
+                from_name: trimmed(&e.from_name),
+                tls: e.smtp_tls.unwrap_or_default(),
+            })
         });
-        let sms = v.get("sms").map_or_else(SmsSettings::default, |s| SmsSettings {
-            base_url: setting_str(s, "baseUrl"),
-            api_key_sealed: sealed_at(s, "apiKey"),
-            sender_id: setting_str(s, "senderId"),
+        let sms = c.sms.map_or_else(SmsSettings::default, |s| SmsSettings {
+            base_url: s.base_url.and_then(|u| u.0.trimmed()),
+            api_key_sealed: sealed(&s.api_key),
+            sender_id: trimmed(&s.sender_id),
         });
-        NotificationsSettings {
-            organizer_email: v
-                .get("organizerEmail")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string),
-            email,
-            sms,
-        }
+        let organizer_email = c.organizer_email.and_then(|a| a.0.raw().map(str::to_string)).filter(|s| !s.is_empty());
+        NotificationsSettings { organizer_email, email, sms }
     }
 }
 
@@ -501,13 +599,11 @@ pub struct OperationsSettings {
 impl OperationsSettings {
     /// The typed view of a stored `operations` object (`{}` when never written).
     pub fn from_value(v: &Value) -> Self {
-        let configured = v.get("modules");
+        let c: OperationsConfig = read::read(v).0;
+        let modules = c.modules.unwrap_or_default().0;
         OperationsSettings {
-            withdrawal_approval_above: v
-                .get("withdrawalApprovalAbove")
-                .filter(|t| !t.is_null())
-                .and_then(|t| super::money::from_ghs("withdrawalApprovalAbove", t).ok()),
-            modules: MODULES.map(|m| (m, configured.and_then(|c| c.get(m)).and_then(Value::as_bool).unwrap_or(true))),
+            withdrawal_approval_above: c.withdrawal_approval_above.and_then(|t| t.0),
+            modules: MODULES.map(|m| (m, modules.get(m).is_none_or(|on| on.0))),
         }
     }
 }
@@ -515,141 +611,36 @@ impl OperationsSettings {
 /// Validates the known keys of a category's (merged) config (D4.2). Unknown keys are kept.
 pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
     super::check::free_object("config", config)?;
-    let Some(o) = config.as_object() else { return Err(DomainError::field("config", "must be an object")) };
-    let mut check = Check::new();
-    let mut v = V { check: &mut check };
-    match category {
+    if !config.is_object() {
+        return Err(DomainError::field("config", "must be an object"));
+    }
+    let broken = match category {
         "payments" => {
-            v.bool(o, "useSharedDefaults", "");
-            let default = v.one_of(o, "defaultProvider", "", &PROVIDERS);
-            let fallback = v.one_of(o, "fallbackProvider", "", &PROVIDERS);
-            v.one_of(o, "payoutProvider", "", &PROVIDERS);
+            let (c, mut broken) = read::read::<PaymentsConfig>(config);
+            let (default, fallback) = (c.default_provider.map(|p| p.0), c.fallback_provider.map(|p| p.0));
             if default.is_some() && default == fallback {
-                v.fail("fallbackProvider", "must differ from defaultProvider");
+                // Reported after the rules of the provider members, before the fees'.
+                let members = read::members::<PaymentsConfig>();
+                let rank = |path: &str| {
+                    let top = path.split(['.', '[']).next().unwrap_or(path);
+                    members.iter().position(|m| *m == top).unwrap_or(members.len())
+                };
+                let last = rank("payoutProvider");
+                let at = broken.iter().take_while(|(path, _)| rank(path) <= last).count();
+                broken.insert(at, ("fallbackProvider".into(), "must differ from defaultProvider".into()));
             }
-            v.number(o, "feePercent", "", 0.0, 20.0);
-            if let Some(fee) = o.get("feeFixed") {
-                if super::money::from_ghs("config.feeFixed", fee).is_err() {
-                    v.fail("feeFixed", "must be a GHS amount ≥ 0 with at most 2 decimals");
-                }
-            }
-            v.one_of(o, "feeBearer", "", &["customer", "organizer"]);
-            if let Some(providers) = v.object(o, "providers", "") {
-                for (name, cfg) in providers {
-                    let path = format!("providers.{name}.");
-                    if !PROVIDERS.contains(&name.as_str()) {
-                        v.fail(
-                            &format!("providers.{name}"),
-                            format!("unknown provider; one of {}", PROVIDERS.join(", ")),
-                        );
-                        continue;
-                    }
-                    let Some(cfg) = cfg.as_object() else {
-                        v.fail(&format!("providers.{name}"), "must be an object");
-                        continue;
-                    };
-                    v.string(cfg, "secretKey", &path, 512);
-                    v.string(cfg, "publicKey", &path, 512);
-                    v.url(cfg, "baseUrl", &path);
-                }
-            }
-            if let Some(channels) = v.object(o, "channels", "") {
-                for (name, cfg) in channels {
-                    if !CHANNELS.contains(&name.as_str()) {
-                        v.fail(&format!("channels.{name}"), format!("unknown channel; one of {}", CHANNELS.join(", ")));
-                        continue;
-                    }
-                    match cfg.as_object() {
-                        Some(c) => {
-                            v.one_of(c, "provider", &format!("channels.{name}."), &PROVIDERS);
-                        }
-                        None => v.fail(&format!("channels.{name}"), "must be an object"),
-                    }
-                }
-            }
+            broken
         }
-        "notifications" => {
-            if let Some(addr) = v.string(o, "organizerEmail", "", 254) {
-                if super::check::email("", &addr).is_err() {
-                    v.fail("organizerEmail", "must be an e-mail address");
-                }
-            }
-            if let Some(email) = v.object(o, "email", "") {
-                v.string(email, "smtpHost", "email.", 255);
-                if let Some(port) = email.get("smtpPort") {
-                    if !port.as_u64().is_some_and(|p| (1..=65535).contains(&p)) {
-                        v.fail("email.smtpPort", "must be a whole number from 1 to 65535");
-                    }
-                }
-                v.string(email, "username", "email.", 255);
-                v.string(email, "password", "email.", 512);
-                if let Some(addr) = v.string(email, "fromAddress", "email.", 254) {
-                    if super::check::email("", &addr).is_err() {
-                        v.fail("email.fromAddress", "must be an e-mail address");
-                    }
-                }
-                v.string(email, "fromName", "email.", 255);
-                v.one_of(email, "smtpTls", "email.", &SmtpTls::NAMES);
-            }
-            if let Some(sms) = v.object(o, "sms", "") {
-                v.url(sms, "baseUrl", "sms.");
-                v.string(sms, "apiKey", "sms.", 512);
-                v.string(sms, "senderId", "sms.", 11);
-            }
-        }
-        "operations" => {
-            // D14.2: withdrawals strictly above this many GHS wait for an approval.
-            if let Some(limit) = o.get("withdrawalApprovalAbove") {
-                if !limit.is_null() && super::money::from_ghs("withdrawalApprovalAbove", limit).is_err() {
-                    v.fail("withdrawalApprovalAbove", "must be a GHS amount ≥ 0 with at most 2 decimals (or null)");
-                }
-            }
-            if let Some(modules) = v.object(o, "modules", "") {
-                for (name, on) in modules {
-                    if !MODULES.contains(&name.as_str()) {
-                        v.fail(&format!("modules.{name}"), format!("unknown module; one of {}", MODULES.join(", ")));
-                    } else if !on.is_boolean() {
-                        v.fail(&format!("modules.{name}"), "must be a boolean");
-                    }
-                }
-            }
-        }
-        "security" => {
-            if let Some(n) = o.get("rateLimitPerMinute") {
-                if !n.as_u64().is_some_and(|n| (1..=1_000_000).contains(&n)) {
-                    v.fail("rateLimitPerMinute", "must be a whole number from 1 to 1000000 (requests per minute; it can only tighten the platform limit)");
-                }
-            }
-        }
-        "ussd" => {
-            // D17.19, D17.40.
-            v.bool(o, "enabled", "");
-            if let Some(token) = o.get("callbackToken").and_then(Value::as_str) {
-                if !(16..=256).contains(&token.chars().count()) {
-                    v.fail("callbackToken", "must be 16 to 256 characters (a secret the gateway sends as ?token=)");
-                }
-            }
-            if let Some(code) = v.string(o, "serviceCode", "", 32) {
-                let body = code.strip_prefix('*').and_then(|c| c.strip_suffix('#'));
-                let ok =
-                    body.is_some_and(|b| b.split('*').all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit())));
-                if !ok {
-                    v.fail("serviceCode", "must be a USSD code such as *920*44#");
-                }
-            }
-            v.string(o, "campaignId", "", 64);
-            v.one_of(o, "provider", "", &PROVIDERS);
-            if let Some(n) = o.get("maxVotes") {
-                if !n.as_i64().is_some_and(|n| (1..=1_000_000).contains(&n)) {
-                    v.fail("maxVotes", "must be a whole number from 1 to 1000000");
-                }
-            }
-        }
-        "branding" => {
-            v.string(o, "platformName", "", 255);
-            v.url(o, "logoUrl", "");
-        }
-        _ => {}
+        "notifications" => read::read::<NotificationsConfig>(config).1,
+        "operations" => read::read::<OperationsConfig>(config).1,
+        "security" => read::read::<SecurityConfig>(config).1,
+        "ussd" => read::read::<UssdConfig>(config).1,
+        "branding" => read::read::<BrandingConfig>(config).1,
+        _ => Vec::new(),
+    };
+    let mut check = Check::new();
+    for (path, message) in broken {
+        check.fail(format!("config.{path}"), message);
     }
     check.finish()
 }

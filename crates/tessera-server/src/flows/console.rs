@@ -16,8 +16,8 @@ use super::customer_access::{
 use crate::auth::crypto::Keyring;
 use crate::auth::sessions::new_token;
 use crate::domain::console::{Page, Role};
+use crate::domain::notifications::PORTAL_PASSCODE_EVENT;
 use crate::domain::portal::{Channel, CodeTry};
-use crate::notify::PORTAL_PASSCODE_EVENT;
 use crate::store::console::{self as console_store, Membership, OrgMember, TeamActor};
 use crate::store::portal::PortalSession;
 use crate::store::{Store, StoreError, StoreResult};

@@ -16,9 +16,9 @@ use serde_json::{json, Value};
 
 use crate::auth::crypto::Keyring;
 use crate::auth::sessions::{code_hash, code_matches, new_code, new_token};
+use crate::domain::notifications::{PASSCODE_EVENT, PORTAL_PASSCODE_EVENT};
 use crate::domain::portal::{Channel, CodeTry, OtpSendRequest};
 use crate::domain::DomainError;
-use crate::notify::{PASSCODE_EVENT, PORTAL_PASSCODE_EVENT};
 use crate::store::customers::{self, Challenge, CustomerSession, NewChallenge, RecentSends};
 use crate::store::notifications::NewNotification;
 use crate::store::portal::{self as portal_store, Actor, Member, PortalSession};

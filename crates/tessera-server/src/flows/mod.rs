@@ -22,6 +22,8 @@
 //! - [`leaderboard`]: who may read a voting campaign's standings, and their ranking.
 //! - [`modules`]: the guard of the routes an account turned off (`operations.modules`).
 //! - [`customer_access`]: one-time passcodes and sessions for ticket holders and portal members.
+//! - [`notifications`]: one attempt at a queued notification: render, send by e-mail or SMS,
+//!   retry or end.
 //! - [`ussd`]: votes by dial: a gateway request moves the caller's stored session one screen; the
 //!   mobile-money charge a confirmed vote leads to.
 pub mod approvals;
@@ -36,6 +38,7 @@ pub mod gate;
 pub mod idempotency;
 pub mod leaderboard;
 pub mod modules;
+pub mod notifications;
 pub mod payouts;
 pub mod refunds;
 pub mod routing;

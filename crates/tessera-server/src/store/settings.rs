@@ -27,7 +27,6 @@ fn changed_keys_summary(before: &Value, after: &Value) -> Value {
 }
 
 impl Store {
-    /// Every stored category of the account, sorted by name.
     /// One category's stored config object, `{}` when the account never wrote it.
     pub async fn settings_category(&self, account_id: &str, category: &str) -> StoreResult<Value> {
         let row = sqlx::query("SELECT config FROM settings WHERE account_id = $1 AND category = $2")
@@ -44,6 +43,7 @@ impl Store {
         }
     }
 
+    /// Every stored category of the account, sorted by name.
     pub async fn settings(&self, account_id: &str) -> StoreResult<Vec<(String, Value)>> {
         let rows = sqlx::query("SELECT category, config FROM settings WHERE account_id = $1 ORDER BY category")
             .bind(account_id)
