@@ -31,7 +31,7 @@ for dir in flows workers views http/v1 http/portal http/console http/ussd; do
     done < <(find "$src/$dir" -maxdepth 1 -name '*.rs' ! -name mod.rs | sort)
 done
 # The route handlers that sit directly under http/ (the inbound provider callbacks).
-for f in "$src"/http/callbacks.rs "$src"/http/webhooks.rs; do
+for f in "$src"/http/callbacks.rs; do
     [[ -f $f ]] && required+=("${f#"$src"/}")
 done
 

@@ -14,15 +14,21 @@
 //! - [`http`]: the route table ([`http::router`]), envelope, errors, extractors and middleware;
 //!   handlers in `http::v1::<resource>` parse, call one flow function and render.
 //! - [`flows`]: the layer between `http` and `store`, one module per flow (checkout, fulfilment,
-//!   payouts, approvals, customer access); handlers and workers call the same flow functions.
+//!   payouts, refunds, campaigns, gate, approvals, notifications, webhooks, callbacks, USSD,
+//!   customer access, console, …); handlers and workers call the same flow functions, and every
+//!   side effect (an event, a status change, a ledger entry, a queued message) is decided and
+//!   recorded there, the store running the statements.
+//! - [`views`]: resources as the API returns them and messages as their recipient sees them; no
+//!   I/O.
 //! - [`auth`]: master key and secrets, key directory (cached keys), replay store, guards.
 //! - [`domain`]: types and rules, no I/O.
 //! - [`store`]: persistence on SQLite or PostgreSQL, queries and one transaction per change.
 //! - [`cli`]: the command line: its definition (`cli::args`) and dispatch, `tessera serve` and
 //!   `tessera sandbox`, the operator's `tessera admin …` and the integrator's `tessera call`.
 //!   `main.rs` only installs the allocator, parses and hands over to [`cli::run`].
-//! - [`providers`]: payment provider adapters (the provider list is in [`providers::payments`])
-//!   and the outbound guard; [`sandbox`]: the in-memory provider, SMS and SMTP peer for demos and
+//! - [`providers`]: payment provider adapters (the provider list is in [`providers::payments`]),
+//!   the messaging transports ([`providers::messaging`]: SMTP, the SMS gateway) and the
+//!   outbound guard; [`sandbox`]: the in-memory provider, SMS and SMTP peer for demos and
 //!   tests (`tessera sandbox`, `tessera serve --demo`).
 //!
 //! ## Words
@@ -58,12 +64,6 @@ pub mod domain;
 pub mod flows;
 pub mod http;
 pub mod live;
-/// The former home of notification rendering, kept as a path while a test names it: the
-/// rendering is [`flows::notifications::render`] now.
-#[doc(hidden)]
-pub mod notify {
-    pub use crate::flows::notifications::render;
-}
 pub mod providers;
 pub mod sandbox;
 pub mod state;

@@ -143,7 +143,7 @@ async fn a_partial_ticket_refund_voids_its_ticket_and_succeeds_through_the_provi
     assert_eq!(queued["recipient"], "buyer@example.com", "{queued}");
     let id = queued["id"].as_str().expect("id");
     let n = p.store.notification_by_id(id).await.expect("read").expect("notification");
-    let rendered = tessera_server::notify::render(&p.state, &n).await.expect("rendered");
+    let rendered = tessera_server::flows::notifications::render(&p.state, &n).await.expect("rendered");
     assert!(rendered.subject.contains("Refund"), "{}", rendered.subject);
     assert_ledger_clean(&p);
 }
