@@ -11,21 +11,19 @@
 use serde_json::json;
 
 use super::customer_access::{
-    accept_sign_in, commit, open_member_session, portal_session, AccessResult, Issued, Passcode, PORTAL_SESSION_MS,
+    accept_sign_in, commit, open_member_session, portal_session, slid_end, AccessResult, Issued, Passcode,
+    PORTAL_SESSION_MS,
 };
 use crate::auth::crypto::Keyring;
 use crate::auth::sessions::new_token;
 use crate::domain::console::{Page, Role};
-use crate::domain::notifications::PORTAL_PASSCODE_EVENT;
-use crate::domain::portal::{Channel, CodeTry};
+use crate::domain::portal::CodeTry;
 use crate::store::console::{self as console_store, Membership, OrgMember, TeamActor};
 use crate::store::portal::PortalSession;
 use crate::store::{Store, StoreError, StoreResult};
 
 /// The purpose of console sign-in challenges (only these open a console session).
 const CONSOLE_SIGN_IN: &str = "console_sign_in";
-/// A console session's end is written back (slid) at most once a minute.
-const SLIDE_EVERY_MS: i64 = 60_000;
 /// The prefix of organization members' session tokens (portal users' are `tps_`).
 pub const MEMBER_TOKEN_PREFIX: &str = "tcs_";
 
@@ -57,14 +55,7 @@ impl Signed {
 
 /// Step one: a challenge for the e-mail; the passcode goes only to a member or reseller user.
 pub async fn request_sign_in(store: &Store, keyring: &Keyring, email: &str, now: i64) -> AccessResult<Issued> {
-    let mut send = Passcode {
-        account_id: None,
-        campaign_id: None,
-        channel: Channel::Email,
-        recipient: email,
-        purpose: CONSOLE_SIGN_IN,
-        event: PORTAL_PASSCODE_EVENT,
-    };
+    let mut send = Passcode::sign_in(email, CONSOLE_SIGN_IN);
     send.throttle(store, now).await?;
     let account = match store.sign_in_org_member(email).await? {
         Some(m) => Some(m.account_id),
@@ -77,14 +68,14 @@ pub async fn request_sign_in(store: &Store, keyring: &Keyring, email: &str, now:
 
 /// A session opened: the cookie's token, its end, and where its holder lands.
 #[derive(Debug, Clone)]
-pub struct Opened {
+pub struct SignedIn {
     pub token: String,
     pub expires_at: i64,
     /// `None`: a reseller user (lands on the reseller page).
     pub role: Option<Role>,
 }
 
-impl Opened {
+impl SignedIn {
     /// Where the session's holder lands (D17.43).
     pub fn landing(&self) -> Page {
         self.role.map(Role::landing).unwrap_or(Page::Reseller)
@@ -92,13 +83,13 @@ impl Opened {
 }
 
 /// Step two: one try at the code; a right one opens the session in the same transaction.
-pub async fn sign_in(
+pub async fn verify_sign_in(
     store: &Store,
     keyring: &Keyring,
     attempt: &CodeTry,
     request_id: Option<String>,
     now: i64,
-) -> AccessResult<Opened> {
+) -> AccessResult<SignedIn> {
     let (c, mut tx) = accept_sign_in(store, keyring, attempt, CONSOLE_SIGN_IN, now).await?;
     let member = store.sign_in_org_member(&c.recipient).await?;
     let opened = match member {
@@ -107,11 +98,11 @@ pub async fn sign_in(
             let expires_at = now + PORTAL_SESSION_MS;
             console_store::insert_session(&mut tx, &keyring.hash_secret(&token), &m, expires_at, request_id, now)
                 .await?;
-            Opened { token, expires_at, role: Some(m.role) }
+            SignedIn { token, expires_at, role: Some(m.role) }
         }
         None => {
             let o = open_member_session(&mut tx, keyring, &c.recipient, request_id, now).await?;
-            Opened { token: o.token, expires_at: o.expires_at, role: None }
+            SignedIn { token: o.token, expires_at: o.expires_at, role: None }
         }
     };
     commit(tx).await?;
@@ -130,8 +121,7 @@ pub async fn session(store: &Store, keyring: &Keyring, token: &str, now: i64) ->
     if !keyring.secret_matches(token, &s.token_hash) {
         return Ok(None);
     }
-    let slid = now + PORTAL_SESSION_MS;
-    if slid - s.expires_at >= SLIDE_EVERY_MS {
+    if let Some(slid) = slid_end(s.expires_at, now) {
         store.touch_console_session(&s.token_hash, slid).await?;
     }
     Ok(Some(Signed::Member { session_hash: s.token_hash, member: s.member, memberships: s.memberships }))
@@ -150,7 +140,7 @@ pub async fn switch(
     member_id: &str,
     request_id: Option<String>,
     now: i64,
-) -> StoreResult<Opened> {
+) -> StoreResult<SignedIn> {
     let Signed::Member { session_hash, .. } = signed else { return Err(StoreError::NotFound("account")) };
     let target =
         memberships.iter().map(|m| &m.member).find(|m| m.id == member_id).ok_or(StoreError::NotFound("account"))?;
@@ -160,7 +150,7 @@ pub async fn switch(
     console_store::end_session(&mut tx, session_hash).await?;
     console_store::insert_session(&mut tx, &keyring.hash_secret(&token), target, expires_at, request_id, now).await?;
     tx.commit().await?;
-    Ok(Opened { token, expires_at, role: Some(target.role) })
+    Ok(SignedIn { token, expires_at, role: Some(target.role) })
 }
 
 /// Sign-out: the session ends.

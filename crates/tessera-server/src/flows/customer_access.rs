@@ -37,8 +37,17 @@ pub const MAX_ATTEMPTS: i64 = 5;
 pub const HOLDER_SESSION_MS: i64 = 24 * 3_600_000;
 /// A portal session lives 12 hours after its last use (D10.1).
 pub const PORTAL_SESSION_MS: i64 = 12 * 3_600_000;
-/// A portal session is written back (its expiry slid) at most once a minute.
+/// A session (the portal's or the console's) is written back (its expiry slid) at most once a
+/// minute.
 const SLIDE_EVERY_MS: i64 = 60_000;
+
+/// The new end of a session of the portal or the console used at `now` (12 hours on), when it
+/// is due to be written back; `None` while the stored end is less than [`SLIDE_EVERY_MS`] old,
+/// so a busy session is not written on every request.
+pub(super) fn slid_end(expires_at: i64, now: i64) -> Option<i64> {
+    let slid = now + PORTAL_SESSION_MS;
+    (slid - expires_at >= SLIDE_EVERY_MS).then_some(slid)
+}
 
 /// The purpose of my-tickets challenges in the shared challenge table.
 const MY_TICKETS: &str = "my_tickets";
@@ -144,7 +153,20 @@ pub(super) struct Passcode<'a> {
     pub(super) event: &'static str,
 }
 
-impl Passcode<'_> {
+impl<'a> Passcode<'a> {
+    /// A sign-in passcode for `email` (the portal's or the console's `purpose`), mailed with the
+    /// portal's passcode event; its account is set once the e-mail is known to belong to one.
+    pub(super) fn sign_in(email: &'a str, purpose: &'a str) -> Self {
+        Passcode {
+            account_id: None,
+            campaign_id: None,
+            channel: Channel::Email,
+            recipient: email,
+            purpose,
+            event: PORTAL_PASSCODE_EVENT,
+        }
+    }
+
     /// 429 when the recipient had a code too recently or too often (D8.2).
     pub(super) async fn throttle(&self, store: &Store, now: i64) -> AccessResult<()> {
         let recent =
@@ -359,14 +381,7 @@ pub async fn holder_ticket(
 /// not depend on whether the e-mail belongs to a reseller); the passcode is mailed only to an
 /// active member or an invitation.
 pub async fn request_sign_in(store: &Store, keyring: &Keyring, email: &str, now: i64) -> AccessResult<Issued> {
-    let mut send = Passcode {
-        account_id: None,
-        campaign_id: None,
-        channel: Channel::Email,
-        recipient: email,
-        purpose: PORTAL_SIGN_IN,
-        event: PORTAL_PASSCODE_EVENT,
-    };
+    let mut send = Passcode::sign_in(email, PORTAL_SIGN_IN);
     send.throttle(store, now).await?;
     let account = store.sign_in_account(email).await?;
     send.account_id = account.as_deref();
@@ -495,8 +510,7 @@ pub async fn portal_session(
     if !keyring.secret_matches(token, &session.token_hash) {
         return Ok(None);
     }
-    let slid = now + PORTAL_SESSION_MS;
-    if slid - session.expires_at >= SLIDE_EVERY_MS {
+    if let Some(slid) = slid_end(session.expires_at, now) {
         store.touch_portal_session(&session.token_hash, slid).await?;
     }
     Ok(Some(session))

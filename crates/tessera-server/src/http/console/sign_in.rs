@@ -83,7 +83,8 @@ pub async fn verify(axum::extract::State(state): axum::extract::State<AppState>,
         Ok(a) => a,
         Err(_) => return again("Enter the 6 digits from the e-mail.".into()),
     };
-    let opened = match flow::sign_in(&state.store, state.keyring(), &attempt, Some(request_id()), now_ms()).await {
+    let opened = match flow::verify_sign_in(&state.store, state.keyring(), &attempt, Some(request_id()), now_ms()).await
+    {
         Ok(o) => o,
         Err(AccessError::Refused(Verified::Wrong { remaining })) if remaining > 0 => {
             return again(format!(
@@ -103,7 +104,7 @@ pub async fn verify(axum::extract::State(state): axum::extract::State<AppState>,
 }
 
 /// A session just opened (sign-in, a switch): its cookie, and 303 to its holder's landing page.
-fn opened_session(state: &AppState, headers: &HeaderMap, opened: &flow::Opened) -> Response {
+fn opened_session(state: &AppState, headers: &HeaderMap, opened: &flow::SignedIn) -> Response {
     let max_age = (opened.expires_at - now_ms()) / 1000;
     let mut r = Redirect::to(opened.landing().path()).into_response();
     let cookie = set_cookie(COOKIE, &opened.token, max_age, is_https(state, headers));
