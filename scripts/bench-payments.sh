@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Payment figures for docs/performance.md: webhook intake (the durable hand-off) and the
+# Payment figures for docs/performance.md: callback intake (the durable hand-off) and the
 # end-to-end purchase rate (initialize → provider confirms → fulfilled), on loopback.
 #
 # Builds release, starts the sandbox (`tessera sandbox`, its own process) and a server on a
@@ -8,7 +8,7 @@
 #   1. intake: the server runs with its workers off (TESSERA_WORKERS_ENABLED=0), so the figure is
 #      the hand-off alone: signature check, event and job committed, 200.
 #   2. e2e: a second server with workers on (TESSERA_WORKER_POLL_MS=10); each buyer initializes,
-#      settles at the sandbox (which sends the signed webhook) and polls until fulfilled.
+#      settles at the sandbox (which sends the signed callback) and polls until fulfilled.
 # Settings (environment): BENCH_PORT (18182), BENCH_SANDBOX_PORT (18190), BENCH_CONNECTIONS (64),
 # BENCH_E2E_CONNECTIONS (16), BENCH_DURATION_SECS (10), BENCH_WARMUP_SECS (2), DATABASE_URL (empty: SQLite).
 set -euo pipefail
@@ -62,7 +62,7 @@ start_server() { # data dir, workers on (1/0), log
 "$T" sandbox --data-dir "$work" --listen "127.0.0.1:$SANDBOX_PORT" --smtp-listen "127.0.0.1:$((SANDBOX_PORT + 1))" --notify-url "$URL" >"$work/sandbox.log" 2>&1 &
 pids+=($!)
 
-echo "== 1. webhook intake (hand-off only, workers off), $CONNECTIONS connections"
+echo "== 1. callback intake (hand-off only, workers off), $CONNECTIONS connections"
 mkdir -p "$work/intake"
 start_server "$work/intake" 0 "$work/intake.log"
 cargo bench -p tessera-server --bench payments --quiet -- --phase intake --url "$URL" --webhook-secret "$SECRET" \

@@ -1,4 +1,4 @@
-//! Payments load harness: webhook intake (the durable hand-off) and the end-to-end purchase
+//! Payments load harness: callback intake (the durable hand-off) and the end-to-end purchase
 //! (initialize → provider confirms → fulfilled), against one running server.
 //!
 //! ```sh
@@ -13,7 +13,7 @@
 //!   `--webhook-secret` is the platform's provider_a secret.
 //! - `e2e`: sets up a running ticketing campaign with the signed key (`--key-id`, `--secret`),
 //!   then `--connections` buyers each loop: initialize a Form 1 checkout, settle it at the sandbox
-//!   (`--sandbox-url`, which delivers the signed webhook), and poll `GET /payments/:reference`
+//!   (`--sandbox-url`, which delivers the signed callback), and poll `GET /payments/:reference`
 //!   every 5 ms until it is `success` with its ticket. The recorded latency is initialize →
 //!   fulfilled; the rate is completed purchases per second.
 //!
