@@ -70,7 +70,7 @@ cargo bench -p tessera-server --bench payments --quiet -- --phase intake --url "
 echo "server rss: $(awk '/VmRSS/ {print $2, $3}' "/proc/$server_pid/status")"
 kill -TERM "$server_pid"; wait "$server_pid" 2>/dev/null || true
 
-echo "== 2. end to end (initialize → sandbox pays → webhook → verify → fulfilled), $E2E_CONNECTIONS buyers"
+echo "== 2. end to end (initialize → sandbox pays → callback → verify → fulfilled), $E2E_CONNECTIONS buyers"
 mkdir -p "$work/e2e"
 "$T" --data-dir "$work/e2e" "${db_args[@]}" admin account create --slug bench --name Bench --json >/dev/null
 key=$("$T" --data-dir "$work/e2e" "${db_args[@]}" admin key create --account bench --kind private \
