@@ -52,7 +52,7 @@ pub async fn attempt(state: &AppState, id: &str, now: i64) -> anyhow::Result<Att
         return Ok(Attempted::Nothing);
     };
     let scrub = carries_passcode(&n.event_type).then(|| json!({"scrubbed": true}));
-    let rendered = match render(state, &n).await {
+    let (rendered, branding) = match render_branded(state, &n).await {
         Ok(r) => r,
         Err(reason) => {
             tracing::warn!(notification = %n.id, event_type = %n.event_type, %reason, "notification cannot be rendered; failed");
@@ -66,8 +66,8 @@ pub async fn attempt(state: &AppState, id: &str, now: i64) -> anyhow::Result<Att
     };
     let channel: &'static str = n.channel.as_str();
     let sent = match n.channel.as_str() {
-        "sms" => send_sms(state, &n, &rendered).await,
-        _ => send_email(state, &n, &rendered).await,
+        "sms" => send_sms(state, &n, &branding, &rendered).await,
+        _ => send_email(state, &n, &branding, &rendered).await,
     };
     match sent {
         Ok(()) => {
@@ -109,12 +109,20 @@ async fn notifications_settings(state: &AppState, account_id: &str) -> Result<No
 /// event type's template with what the store knows of it. Fails with a reason rather than send
 /// an empty body.
 pub async fn render(state: &AppState, n: &Notification) -> Result<Rendered, String> {
+    Ok(render_branded(state, n).await?.0)
+}
+
+/// [`render`], with the account's branding it read: the attempt's sender name may come from it,
+/// so one attempt reads it once.
+async fn render_branded(state: &AppState, n: &Notification) -> Result<(Rendered, BrandingSettings), String> {
     let branding = branding(state, &n.account_id).await.map_err(|e| format!("settings: {e}"))?;
-    if view::is_direct(n) {
-        return view::direct(n, &branding);
-    }
-    let facts = event_facts(state, n).await?;
-    view::event(n, &branding, facts).await
+    let rendered = if view::is_direct(n) {
+        view::direct(n, &branding)?
+    } else {
+        let facts = event_facts(state, n).await?;
+        view::event(n, &branding, facts).await?
+    };
+    Ok((rendered, branding))
 }
 
 fn payload_str<'a>(payload: &'a Value, key: &str) -> Option<&'a str> {
@@ -183,23 +191,26 @@ fn smtp_for(
 }
 
 /// Sends one e-mail.
-async fn send_email(state: &AppState, n: &Notification, m: &Rendered) -> Result<(), String> {
+async fn send_email(
+    state: &AppState,
+    n: &Notification,
+    branding: &BrandingSettings,
+    m: &Rendered,
+) -> Result<(), String> {
     let notifications = notifications_settings(state, &n.account_id).await?;
-    let branding = branding(state, &n.account_id).await.map_err(|e| e.to_string())?;
-    let smtp = smtp_for(state, &n.account_id, &notifications, &branding)?;
+    let smtp = smtp_for(state, &n.account_id, &notifications, branding)?;
     email::send(&smtp, &n.recipient, m).await
 }
 
 /// Sends one SMS through the account's gateway (D13.3), from its `senderId`, else its platform
 /// name, else "Tessera".
-async fn send_sms(state: &AppState, n: &Notification, m: &Rendered) -> Result<(), String> {
+async fn send_sms(state: &AppState, n: &Notification, branding: &BrandingSettings, m: &Rendered) -> Result<(), String> {
     let settings = notifications_settings(state, &n.account_id).await?.sms;
-    let branding = branding(state, &n.account_id).await.map_err(|e| e.to_string())?;
     let base_url = settings.base_url.as_deref().ok_or("the account has no SMS gateway (notifications.sms.baseUrl)")?;
     let api_key = state
         .unseal_setting(&n.account_id, "notifications.config.sms.apiKey", settings.api_key_sealed.as_deref())
         .ok_or("the account's SMS gateway has no usable apiKey")?;
-    let from = settings.sender_id.or(branding.platform_name).unwrap_or_else(|| "Tessera".to_string());
+    let from = settings.sender_id.or_else(|| branding.platform_name.clone()).unwrap_or_else(|| "Tessera".to_string());
     sms::send(&state.outbound, sms::Gateway { base_url, api_key, from }, &n.recipient, m.text.trim()).await
 }
 
