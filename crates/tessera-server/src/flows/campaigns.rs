@@ -125,8 +125,8 @@ pub(crate) async fn approve_in(
 /// A cancellation's move (D17.37): the campaign archived (its first cancellation's time and
 /// reason kept) with its audit entry, announced when that moved its status, in the
 /// cancellation's transaction. Cancelling again changes nothing, except that a first
-/// `refund: false` followed by `refund: true` asks for the refunds then. Returns whether this
-/// call asked for them (the caller queues their filing).
+/// `refund: false` followed by `refund: true` asks for the refunds then. Returns the campaign
+/// as it now is and whether this call asked for the refunds (the caller queues their filing).
 pub(crate) async fn archive_in(
     tx: &mut StoreTx,
     account_id: &str,
@@ -135,12 +135,12 @@ pub(crate) async fn archive_in(
     refund: bool,
     audit: Audit<'_>,
     now: i64,
-) -> StoreResult<bool> {
+) -> StoreResult<(Campaign, bool)> {
     let before = campaigns::read_in(tx, account_id, id).await?.ok_or(StoreError::NotFound("campaign"))?;
     let was = campaigns::cancellation_in(tx, id).await?;
     let start_refunds = refund && !was.refunding;
     if was.cancelled_at.is_some() && !start_refunds {
-        return Ok(false);
+        return Ok((before, false));
     }
     let updated_at = now.max(before.updated_at + 1);
     campaigns::mark_cancelled(tx, id, reason, refund || was.refunding, updated_at, now).await?;
@@ -161,5 +161,5 @@ pub(crate) async fn archive_in(
         }
         announce(tx, account_id, &before, &after, &data, now).await?;
     }
-    Ok(start_refunds)
+    Ok((after, start_refunds))
 }

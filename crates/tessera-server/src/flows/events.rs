@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::domain::payments::TransactionType;
 use crate::domain::webhooks::EventType;
 use crate::store::campaigns::Campaign;
+use crate::store::payments::Transaction;
 use crate::store::tickets::Ticket;
 use crate::store::withdrawals::Withdrawal;
 use crate::store::{donations, events, payments, tickets, StoreError, StoreResult};
@@ -59,6 +60,17 @@ pub(crate) async fn payment(
     now: i64,
 ) -> StoreResult<()> {
     let t = payments::read_in(conn, reference).await?.ok_or(StoreError::NotFound("payment"))?;
+    payment_of(conn, t, event_type, now).await
+}
+
+/// [`payment`] for a transaction the caller already read in this transaction (as it now is).
+pub(crate) async fn payment_of(
+    conn: &mut sqlx::AnyConnection,
+    t: Transaction,
+    event_type: EventType,
+    now: i64,
+) -> StoreResult<()> {
+    let reference = t.reference.as_str();
     let issued = tickets::tickets_of_in(conn, reference).await?.into_iter().map(TicketOut::from).collect();
     let donation = match t.transaction_type {
         TransactionType::Donation => donations::donation_of_in(conn, reference).await?,

@@ -42,7 +42,7 @@ use crate::domain::DomainError;
 use crate::providers::payments::{adapter, ProviderError, ProviderId, RefundRequest, RefundState, RemoteStatus};
 use crate::state::AppState;
 use crate::store::audit::Audit;
-use crate::store::campaigns::{self, Campaign};
+use crate::store::campaigns::Campaign;
 use crate::store::idempotency as keys;
 use crate::store::jobs::{self, queue};
 use crate::store::ledger::{self, kind};
@@ -368,25 +368,24 @@ async fn succeed(state: &AppState, id: &str, now: i64) -> StoreResult<bool> {
     ledger::entry(&mut tx, &r.account_id, kind::REFUND_DEBIT, -r.amount, id, now, now).await?;
     refunds::add_to_payment(&mut tx, &r.transaction_reference, PaymentFigure::Refunded, r.amount, now).await?;
     jobs::finish(&mut tx, queue::REFUND, id).await?;
-    super::events::payment(&mut tx, &r.transaction_reference, EventType::PaymentRefunded, now).await?;
-    if let Some(t) = payments::read_in(&mut tx, &r.transaction_reference).await? {
-        let payload = json!({
-            "reference": t.reference,
-            "refundId": r.id,
-            "transactionType": t.transaction_type.as_str(),
-            "campaignId": t.campaign_id,
-            "amount": r.amount,
-            "ticketCodes": r.ticket_codes,
-        });
-        let n = NewNotification {
-            channel: "email",
-            event_type: REFUND_NOTIFICATION,
-            recipient: &t.email,
-            subject: None,
-            payload: &payload,
-        };
-        queue_notification(&mut tx, &r.account_id, &n, now).await?;
-    }
+    let t = payments::read_in(&mut tx, &r.transaction_reference).await?.ok_or(StoreError::NotFound("payment"))?;
+    let payload = json!({
+        "reference": t.reference,
+        "refundId": r.id,
+        "transactionType": t.transaction_type.as_str(),
+        "campaignId": t.campaign_id,
+        "amount": r.amount,
+        "ticketCodes": r.ticket_codes,
+    });
+    let n = NewNotification {
+        channel: "email",
+        event_type: REFUND_NOTIFICATION,
+        recipient: &t.email,
+        subject: None,
+        payload: &payload,
+    };
+    queue_notification(&mut tx, &r.account_id, &n, now).await?;
+    super::events::payment_of(&mut tx, t, EventType::PaymentRefunded, now).await?;
     tx.commit().await?;
     Ok(true)
 }
@@ -434,11 +433,11 @@ pub async fn cancel(
 ) -> StoreResult<Cancelled> {
     let now = now_ms();
     let mut tx = state.store.begin().await?;
-    if super::campaigns::archive_in(&mut tx, account_id, campaign_id, reason, refund, audit, now).await? {
+    let (campaign, start_refunds) =
+        super::campaigns::archive_in(&mut tx, account_id, campaign_id, reason, refund, audit, now).await?;
+    if start_refunds {
         jobs::enqueue(&mut tx, queue::CAMPAIGN_CANCEL, campaign_id, now, now).await?;
     }
-    let campaign =
-        campaigns::read_in(&mut tx, account_id, campaign_id).await?.ok_or(StoreError::NotFound("campaign"))?;
     tx.commit().await?;
     let refunds = state.store.refund_counts(campaign_id).await?;
     Ok(Cancelled { campaign, refunds })
