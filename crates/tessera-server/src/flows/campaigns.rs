@@ -136,7 +136,7 @@ pub(crate) async fn archive_in(
     audit: Audit<'_>,
     now: i64,
 ) -> StoreResult<(Campaign, bool)> {
-    let before = campaigns::read_in(tx, account_id, id).await?.ok_or(StoreError::NotFound("campaign"))?;
+    let before = campaigns::lock_in(tx, account_id, id).await?.ok_or(StoreError::NotFound("campaign"))?;
     let was = campaigns::cancellation_in(tx, id).await?;
     let start_refunds = refund && !was.refunding;
     if was.cancelled_at.is_some() && !start_refunds {

@@ -292,6 +292,21 @@ pub(crate) async fn mark_cancelled(
     Ok(())
 }
 
+/// The account's campaign inside the caller's transaction, its row locked until that ends on
+/// PostgreSQL (SQLite's one writer already holds it): a cancellation reads, decides and moves
+/// it there (D17.37), so two at once cannot both answer what the row was before either.
+pub(crate) async fn lock_in(tx: &mut super::StoreTx, account_id: &str, id: &str) -> StoreResult<Option<Campaign>> {
+    let lock = if tx.backend() == super::Backend::Postgres { " FOR UPDATE" } else { "" };
+    sqlx::query(&format!("SELECT {COLUMNS} FROM campaigns WHERE account_id = $1 AND id = $2{lock}"))
+        .bind(account_id)
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .as_ref()
+        .map(from_row)
+        .transpose()
+}
+
 /// The account's campaign inside the caller's transaction (a cancellation reads and moves it
 /// there, D17.37).
 pub(crate) async fn read_in(

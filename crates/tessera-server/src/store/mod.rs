@@ -61,6 +61,11 @@ pub struct StoreTx {
 }
 
 impl StoreTx {
+    /// The database this transaction runs on.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
     pub async fn commit(self) -> StoreResult<()> {
         self.tx.commit().await?;
         for event in self.published {
