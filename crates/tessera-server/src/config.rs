@@ -67,6 +67,11 @@ pub struct HttpConfig {
     pub idle_timeout_ms: u64,
     /// Connections served at once; further clients wait in the kernel's accept queue.
     pub max_connections: usize,
+    /// Tessera as the world reaches it (`https://pay.example.com`), for the callback and return
+    /// URLs a provider is given (D18.3, D18.45). Empty: unknown (provider_c is then not
+    /// configured). Env TESSERA_PUBLIC_URL.
+    #[serde(default)]
+    pub public_url: String,
 }
 
 /// Why `serve` will not start beside another instance (D17.3): the process exits 2.
@@ -289,9 +294,22 @@ impl<'de> Deserialize<'de> for ProvidersConfig {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
+    /// Empty: the provider's own API (Hubtel's five hosts).
     pub base_url: String,
     /// Empty: not configured.
     pub secret_key: SecretString,
+    /// Flutterwave's webhook secret hash (D18.45, `[providers.provider_b] webhook_hash`).
+    #[serde(default)]
+    pub webhook_hash: SecretString,
+    /// Hubtel's API id, POS sales and prepaid deposit accounts and callback token (D18.45).
+    #[serde(default)]
+    pub api_id: String,
+    #[serde(default)]
+    pub pos_sales_id: String,
+    #[serde(default)]
+    pub prepaid_deposit_id: String,
+    #[serde(default)]
+    pub callback_token: SecretString,
 }
 
 impl ProvidersConfig {
@@ -461,8 +479,27 @@ impl Config {
             if let Some(v) = env(&format!("TESSERA_{name}_SECRET_KEY")) {
                 provider.secret_key = SecretString::from(v);
             }
+            // D18.45: TESSERA_PROVIDER_B_WEBHOOK_HASH, TESSERA_PROVIDER_C_API_ID, …
+            if let Some(v) = env(&format!("TESSERA_{name}_WEBHOOK_HASH")) {
+                provider.webhook_hash = SecretString::from(v);
+            }
+            if let Some(v) = env(&format!("TESSERA_{name}_API_ID")) {
+                provider.api_id = v;
+            }
+            if let Some(v) = env(&format!("TESSERA_{name}_POS_SALES_ID")) {
+                provider.pos_sales_id = v;
+            }
+            if let Some(v) = env(&format!("TESSERA_{name}_PREPAID_DEPOSIT_ID")) {
+                provider.prepaid_deposit_id = v;
+            }
+            if let Some(v) = env(&format!("TESSERA_{name}_CALLBACK_TOKEN")) {
+                provider.callback_token = SecretString::from(v);
+            }
         }
         let h = &mut cfg.http;
+        if let Some(v) = env("TESSERA_PUBLIC_URL") {
+            h.public_url = v;
+        }
         if let Some(v) = env_parse("TESSERA_HTTP_HEADER_READ_TIMEOUT_MS")? {
             h.header_read_timeout_ms = v;
         }

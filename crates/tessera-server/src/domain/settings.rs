@@ -61,7 +61,7 @@ pub fn parse_patch(config: Option<Value>) -> Result<Value, DomainError> {
 
 /// Secret-looking keys (D4.3): write-only, encrypted at rest, read back masked.
 pub fn is_secret_key(key: &str) -> bool {
-    matches!(key, "secretKey" | "password" | "apiKey" | "callbackToken") || key.ends_with("Secret")
+    matches!(key, "secretKey" | "password" | "apiKey" | "callbackToken" | "webhookHash") || key.ends_with("Secret")
 }
 
 /// A stored secret as the API shows it: `"••••" + last 4`.
@@ -272,6 +272,14 @@ struct ProviderConfig {
     secret_key: Option<rules::Text<512>>,
     public_key: Option<rules::Text<512>>,
     base_url: Option<rules::Url>,
+    /// Flutterwave's webhook secret hash (D18.2), write-only.
+    webhook_hash: Option<rules::Text<512>>,
+    /// Hubtel's API id, POS sales and prepaid deposit account numbers (D18.3).
+    api_id: Option<rules::Text<128>>,
+    pos_sales_id: Option<rules::Text<64>>,
+    prepaid_deposit_id: Option<rules::Text<64>>,
+    /// The token of Hubtel's callback path (D18.3), write-only.
+    callback_token: Option<rules::CallbackToken>,
 }
 
 /// `payments.channels.<channel>`.
@@ -389,6 +397,12 @@ pub struct PaymentsSettings {
 pub struct OwnProvider {
     pub sealed_secret: Option<String>,
     pub base_url: Option<String>,
+    /// `webhookHash` and `callbackToken` as stored (sealed), D18.2–3.
+    pub sealed_webhook_hash: Option<String>,
+    pub sealed_callback_token: Option<String>,
+    pub api_id: Option<String>,
+    pub pos_sales_id: Option<String>,
+    pub prepaid_deposit_id: Option<String>,
 }
 
 fn url_text(u: &Option<rules::Url>) -> Option<String> {
@@ -417,6 +431,11 @@ impl PaymentsSettings {
                             let own = OwnProvider {
                                 sealed_secret: sealed(&cfg.secret_key),
                                 base_url: url_text(&cfg.base_url),
+                                sealed_webhook_hash: sealed(&cfg.webhook_hash),
+                                sealed_callback_token: cfg.callback_token.as_ref().and_then(|t| t.0.clone()),
+                                api_id: trimmed(&cfg.api_id),
+                                pos_sales_id: trimmed(&cfg.pos_sales_id),
+                                prepaid_deposit_id: trimmed(&cfg.prepaid_deposit_id),
                             };
                             (name, own)
                         })

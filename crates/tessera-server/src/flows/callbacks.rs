@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::domain::payments::retry_delay_ms;
 use crate::domain::time::now_ms;
-use crate::providers::payments::{adapter, ProviderId};
+use crate::providers::payments::{adapter, CallbackAuth, CallbackKind, Credentials, ProviderId};
 use crate::state::AppState;
 use crate::store::callbacks::{NewCallback, StoredCallback};
 use crate::store::StoreError;
@@ -25,7 +25,7 @@ use crate::store::StoreError;
 use super::fulfilment::{self, ConfirmError};
 use super::payouts::{self, PayoutError};
 use super::refunds::{self, RefundError};
-use super::routing::{credentials, payments_settings};
+use super::routing::{credentials, payments_settings, platform_credentials};
 use super::Next;
 
 /// Why a callback was refused.
@@ -39,29 +39,55 @@ pub enum Refused {
     Store(#[from] StoreError),
 }
 
-/// Whether `signature` is the provider's signature of `body` with the platform's shared secret
-/// or with the secret of the account that owns the callback's reference (D6.1).
-async fn signed_by_a_known_secret(state: &AppState, id: ProviderId, body: &[u8], signature: &str) -> bool {
-    let provider = adapter(id);
-    if let Some(shared) = state.config.providers.get(id.as_str()) {
-        let secret = shared.secret_key.expose_secret();
-        if !secret.is_empty() && provider.verify_signature(secret.as_bytes(), body, signature) {
-            return true;
-        }
+/// How a callback arrived: its headers and raw body, and the path token of Hubtel's tokened
+/// route when the URL had one.
+pub struct Arrival<'a> {
+    pub headers: &'a reqwest::header::HeaderMap,
+    pub body: &'a [u8],
+    pub token: Option<&'a str>,
+}
+
+impl Arrival<'_> {
+    fn auth(&self) -> CallbackAuth<'_> {
+        CallbackAuth { headers: self.headers, body: self.body, token: self.token }
     }
-    // The account's own secret: found through the reference the (not yet trusted) body names:
-    // a charge's or a transfer's (the withdrawal id, D14.1) `reference`; a refund names its
-    // refund id there on the gateway's wire, and its charge in `transaction` (the gateway) or
-    // `transaction_reference` (Paystack) (D17.36).
+
+    /// The first D6.1 signature header present (provider_a also takes Paystack's own, D17.9).
+    fn signature(&self, id: ProviderId) -> Option<&str> {
+        id.signature_headers().iter().find_map(|h| self.headers.get(*h)).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Whether these credentials authenticate the callback: D6.1's HMAC with the secret key, or
+/// the wire's own check (Flutterwave's hash, Hubtel's path token; D18.2–3, D18.45).
+fn authenticates(id: ProviderId, creds: &Credentials, arrival: &Arrival<'_>) -> bool {
+    let provider = adapter(id);
+    let secret = creds.secret_key.expose_secret();
+    let signed = arrival
+        .signature(id)
+        .is_some_and(|sig| !secret.is_empty() && provider.verify_signature(secret.as_bytes(), arrival.body, sig));
+    signed || provider.authenticate(creds, &arrival.auth())
+}
+
+/// The account that owns the reference the (not yet trusted) callback names: a charge's or a
+/// transfer's (the withdrawal id, D14.1) `reference`; a refund names its refund id there on the
+/// gateway's wire, and its charge in `transaction` (the gateway) or `transaction_reference`
+/// (Paystack) (D17.36); other wires' references as their adapter reads them.
+async fn owner(state: &AppState, id: ProviderId, body: &[u8]) -> Option<String> {
     let data = serde_json::from_slice::<Value>(body).ok().and_then(|v| v.get("data").cloned());
-    let Some(data) = data else { return false };
-    let named: Vec<String> = ["reference", "transaction_reference", "transaction"]
-        .into_iter()
-        .filter_map(|k| data.get(k).and_then(Value::as_str).map(str::to_string))
-        .collect();
-    let mut owner = None;
+    let mut named: Vec<String> = data
+        .map(|data| {
+            ["reference", "transaction_reference", "transaction"]
+                .into_iter()
+                .filter_map(|k| data.get(k).and_then(Value::as_str).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Ok(parsed) = adapter(id).parse_callback(body) {
+        named.push(parsed.reference);
+    }
     for reference in &named {
-        owner = match state.store.transaction_by_reference(reference).await {
+        let found = match state.store.transaction_by_reference(reference).await {
             Ok(Some(t)) => Some(t.account_id),
             Ok(None) => match state.store.withdrawal_by_id(reference).await {
                 Ok(Some(w)) => Some(w.account_id),
@@ -72,27 +98,42 @@ async fn signed_by_a_known_secret(state: &AppState, id: ProviderId, body: &[u8],
             },
             Err(_) => None,
         };
-        if owner.is_some() {
-            break;
+        if found.is_some() {
+            return found;
         }
     }
-    let Some(account_id) = owner else { return false };
+    None
+}
+
+/// Whether the callback is authenticated by the platform's shared credentials or by those of
+/// the account that owns the callback's reference (D6.1, D18.2–3).
+async fn authenticated(state: &AppState, id: ProviderId, arrival: &Arrival<'_>) -> bool {
+    if platform_credentials(state, id).is_some_and(|c| authenticates(id, &c, arrival)) {
+        return true;
+    }
+    let Some(account_id) = owner(state, id, arrival.body).await else { return false };
     let Ok(settings) = payments_settings(state, &account_id).await else { return false };
-    // An account on the shared defaults signs with the platform's secret, already tried above.
+    // An account on the shared defaults signs with the platform's credentials, already tried.
     if settings.use_shared_defaults {
         return false;
     }
-    credentials(state, &account_id, &settings, id)
-        .is_some_and(|c| provider.verify_signature(c.secret_key.expose_secret().as_bytes(), body, signature))
+    credentials(state, &account_id, &settings, id).is_some_and(|c| authenticates(id, &c, arrival))
+}
+
+/// Whether the callback carries any authentication this provider's wire knows (else the route
+/// answers 401 "missing").
+pub fn carries_authentication(id: ProviderId, arrival: &Arrival<'_>) -> bool {
+    arrival.signature(id).is_some() || adapter(id).carries_authentication(&arrival.auth())
 }
 
 /// Verifies and stores one callback (see the module docs). Returns whether it was new (false for
 /// a second delivery of a stored callback).
-pub async fn accept(state: &AppState, id: ProviderId, body: &[u8], signature: &str) -> Result<bool, Refused> {
-    if !signed_by_a_known_secret(state, id, body, signature).await {
+pub async fn accept(state: &AppState, id: ProviderId, arrival: &Arrival<'_>) -> Result<bool, Refused> {
+    if !authenticated(state, id, arrival).await {
         tracing::warn!(provider = id.as_str(), "callback with a wrong signature refused");
         return Err(Refused::Signature);
     }
+    let body = arrival.body;
     let callback = adapter(id)
         .parse_callback(body)
         .map_err(|e| Refused::Malformed(format!("not a {} event: {e}", id.as_str())))?;
@@ -116,17 +157,25 @@ pub async fn reconcile(state: &AppState, callback: &StoredCallback, step_ms: i64
         tracing::warn!(callback = %callback.id, error = %e, "provider unreachable; the callback is retried");
         Ok(Next::Later { delay_ms: retry_delay_ms(step_ms), not_after: None, error: Some(e.to_string()) })
     };
-    let outcome = match callback.event.as_str() {
-        "charge.success" | "charge.failed" => match state.store.transaction_by_reference(&callback.reference).await? {
+    // What it is about, as the provider's adapter reads the stored body (the stored `event` is
+    // the wire's own name: `charge.success`, `charge.completed`, Hubtel's none).
+    let parsed =
+        ProviderId::parse(&callback.provider).and_then(|p| adapter(p).parse_callback(callback.payload.as_bytes()).ok());
+    let (kind, payer) = match &parsed {
+        Some(p) => (p.kind, p.payer.as_deref()),
+        None => (CallbackKind::Other, None),
+    };
+    let outcome = match kind {
+        CallbackKind::Charge => match state.store.transaction_by_reference(&callback.reference).await? {
             None => "unknown_reference".to_string(),
             Some(t) if t.provider.as_deref() != Some(callback.provider.as_str()) => "provider_mismatch".to_string(),
-            Some(t) => match fulfilment::confirm(state, &t).await {
+            Some(t) => match fulfilment::confirm_paid_by(state, &t, payer).await {
                 Ok(c) => c.as_str().to_string(),
                 Err(ConfirmError::Provider(e)) if e.is_transient() => return retry(&e),
                 Err(e) => format!("error: {e}"),
             },
         },
-        "transfer.success" | "transfer.failed" => match state.store.withdrawal_by_id(&callback.reference).await? {
+        CallbackKind::Transfer => match state.store.withdrawal_by_id(&callback.reference).await? {
             None => "unknown_reference".to_string(),
             Some(w) if w.provider != callback.provider => "provider_mismatch".to_string(),
             Some(w) => match payouts::reconcile(state, &w).await {
@@ -136,14 +185,30 @@ pub async fn reconcile(state: &AppState, callback: &StoredCallback, step_ms: i64
             },
         },
         // Refund callbacks name the charge (D17.36): every pending refund of it is asked about.
-        "refund.processed" | "refund.success" | "refund.failed" => {
-            match refunds::reconcile(state, &callback.provider, &callback.reference).await {
-                Ok(o) => o,
-                Err(RefundError::Provider(e)) if e.is_transient() => return retry(&e),
+        CallbackKind::Refund => match refunds::reconcile(state, &callback.provider, &callback.reference).await {
+            Ok(o) => o,
+            Err(RefundError::Provider(e)) if e.is_transient() => return retry(&e),
+            Err(e) => format!("error: {e}"),
+        },
+        // Money sent by reference (Hubtel's send money): a withdrawal's, else a refund's.
+        CallbackKind::Send => match state.store.withdrawal_by_id(&callback.reference).await? {
+            Some(w) if w.provider != callback.provider => "provider_mismatch".to_string(),
+            Some(w) => match payouts::reconcile(state, &w).await {
+                Ok(o) => o.as_str().to_string(),
+                Err(PayoutError::Provider(e)) if e.is_transient() => return retry(&e),
                 Err(e) => format!("error: {e}"),
-            }
-        }
-        _ => "ignored".to_string(),
+            },
+            None => match state.store.refund_by_id(&callback.reference).await? {
+                None => "unknown_reference".to_string(),
+                Some(r) if r.provider != callback.provider => "provider_mismatch".to_string(),
+                Some(r) => match refunds::reconcile(state, &callback.provider, &r.transaction_reference).await {
+                    Ok(o) => o,
+                    Err(RefundError::Provider(e)) if e.is_transient() => return retry(&e),
+                    Err(e) => format!("error: {e}"),
+                },
+            },
+        },
+        CallbackKind::Other => "ignored".to_string(),
     };
     tracing::info!(provider = %callback.provider, event = %callback.event, outcome = %outcome, "callback reconciled");
     state.store.finish_callback(&callback.id, &outcome, now_ms()).await?;

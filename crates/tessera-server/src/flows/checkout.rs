@@ -255,6 +255,9 @@ async fn charge(
         amount: t.amount,
         currency: CURRENCY,
         email: &t.email,
+        name: t.full_name.as_deref(),
+        phone: t.phone.as_deref(),
+        description: t.description.as_deref(),
         callback_url: t.callback_url.as_deref(),
         metadata: &t.metadata,
     };

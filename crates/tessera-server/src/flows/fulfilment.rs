@@ -18,7 +18,7 @@ use crate::domain::ledger::kind;
 use crate::domain::payments::{next_poll_delay_ms, retry_delay_ms, Attendee, TransactionType, TxStatus};
 use crate::domain::time::now_ms;
 use crate::domain::webhooks::EventType;
-use crate::providers::payments::{adapter, ProviderError, ProviderId, RemoteStatus};
+use crate::providers::payments::{adapter, ChargeFacts, ProviderError, ProviderId, RemoteStatus};
 use crate::state::AppState;
 use crate::store::jobs::{self, queue};
 use crate::store::live::{LiveEvent, LiveKind};
@@ -77,6 +77,16 @@ pub enum ConfirmError {
 /// Asks the transaction's provider for the charge and applies what it says, exactly as a
 /// callback would (D5.7, D6.2–3).
 pub async fn confirm(state: &AppState, t: &Transaction) -> Result<Confirmed, ConfirmError> {
+    confirm_paid_by(state, t, None).await
+}
+
+/// [`confirm`], for a callback that names the paying number (Hubtel's checkout callback): kept
+/// with the payment when the provider's own check says it is paid (D18.45).
+pub async fn confirm_paid_by(
+    state: &AppState,
+    t: &Transaction,
+    payer: Option<&str>,
+) -> Result<Confirmed, ConfirmError> {
     if t.credited || !t.status.takes_credit() {
         return Ok(Confirmed::Unchanged);
     }
@@ -92,9 +102,17 @@ pub async fn confirm(state: &AppState, t: &Transaction) -> Result<Confirmed, Con
     };
     let now = now_ms();
     Ok(match remote.status {
+        // Credited at its price when the provider reports more (D18.1, D18.45).
         RemoteStatus::Success
-            if remote.amount == t.amount && remote.currency == t.currency && remote.reference == t.reference =>
+            if remote.amount >= t.amount && remote.currency == t.currency && remote.reference == t.reference =>
         {
+            let facts = ChargeFacts {
+                provider_charge_id: remote.provider_id.as_deref(),
+                method: remote.method.as_deref(),
+                payer: remote.payer.as_deref().or(payer),
+                network: None,
+            };
+            state.store.note_charge(&t.reference, facts).await?;
             match settle(state, &t.reference, now).await? {
                 Settled::Fulfilled => Confirmed::Fulfilled,
                 Settled::CreditedOnly => Confirmed::CreditedOnly,

@@ -286,12 +286,15 @@ async fn advance(state: &AppState, r: &Refund, may_create: bool) -> Result<Outco
         .await?
         .ok_or_else(|| RefundError::NotConfigured(r.provider.clone()))?;
     let api = adapter(provider);
+    let payment = state.store.transaction_by_reference(&r.transaction_reference).await?;
     let req = RefundRequest {
         refund_id: &r.id,
         transaction_reference: &r.transaction_reference,
         amount: r.amount,
         currency: CURRENCY,
         reason: r.reason.as_deref(),
+        charge: payment.as_ref().map(|t| t.facts()).unwrap_or_default(),
+        filed_at: r.created_at,
     };
     let remote = if !r.provider_created && may_create {
         api.create_refund(&state.outbound, &creds, &req).await?

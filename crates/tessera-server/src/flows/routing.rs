@@ -5,7 +5,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::domain::payments::FeePolicy;
 use crate::domain::settings::PaymentsSettings;
-use crate::providers::payments::{Credentials, ProviderId};
+use crate::providers::payments::{adapter, Credentials, Extra, ProviderId};
 use crate::state::AppState;
 use crate::store::StoreError;
 
@@ -21,37 +21,81 @@ pub async fn payments_settings(state: &AppState, account_id: &str) -> Result<Pay
     Ok(PaymentsSettings::from_value(&state.store.settings_category(account_id, "payments").await?))
 }
 
+/// The platform's shared credentials of one provider (D11.2, D18.45); `None` when they are not
+/// enough to call it.
+pub fn platform_credentials(state: &AppState, id: ProviderId) -> Option<Credentials> {
+    let platform = state.config.providers.get(id.as_str())?;
+    let text = |s: &str| Some(s.trim()).filter(|s| !s.is_empty()).map(str::to_string);
+    let secret = |s: &SecretString| text(s.expose_secret()).map(SecretString::from);
+    let creds = Credentials {
+        base_url: base_url(id, &platform.base_url),
+        secret_key: platform.secret_key.clone(),
+        account_supplied: false,
+        extra: Extra {
+            webhook_hash: secret(&platform.webhook_hash),
+            api_id: text(&platform.api_id),
+            pos_sales_id: text(&platform.pos_sales_id),
+            prepaid_deposit_id: text(&platform.prepaid_deposit_id),
+            callback_token: secret(&platform.callback_token),
+            public_url: public_url(state),
+        },
+    };
+    usable(id, creds)
+}
+
 /// The credentials of one provider for an account (D11.2): the platform's shared ones unless
-/// the account set `useSharedDefaults: false`, then its own (its sealed secret opened with the
-/// master key, its own base URL or the platform's). No secret or no base URL → not configured.
+/// the account set `useSharedDefaults: false`, then its own (its sealed secrets opened with the
+/// master key, its own base URL or the platform's). Not enough to call it → not configured.
 pub fn credentials(
     state: &AppState,
     account_id: &str,
     settings: &PaymentsSettings,
     id: ProviderId,
 ) -> Option<Credentials> {
-    let platform = state.config.providers.get(id.as_str())?;
     if settings.use_shared_defaults {
-        let secret = platform.secret_key.expose_secret();
-        return (!secret.is_empty() && !platform.base_url.is_empty()).then(|| Credentials {
-            base_url: platform.base_url.trim_end_matches('/').to_string(),
-            secret_key: platform.secret_key.clone(),
-            account_supplied: false,
-        });
+        return platform_credentials(state, id);
     }
+    let platform = state.config.providers.get(id.as_str())?;
     let own = settings.own.get(id.as_str())?;
-    let sealed = own.sealed_secret.as_deref()?;
-    let path = format!("payments.config.providers.{}.secretKey", id.as_str());
-    let secret = state.unseal_setting(account_id, &path, Some(sealed))?;
-    let (base_url, account_supplied) = match &own.base_url {
+    let open = |member: &str, sealed: Option<&String>| {
+        let path = format!("payments.config.providers.{}.{member}", id.as_str());
+        state.unseal_setting(account_id, &path, Some(sealed?.as_str())).filter(|s| !s.is_empty())
+    };
+    let secret = open("secretKey", own.sealed_secret.as_ref())?;
+    let (base, account_supplied) = match &own.base_url {
         Some(url) => (url.clone(), true),
         None => (platform.base_url.clone(), false),
     };
-    (!secret.is_empty() && !base_url.is_empty()).then(|| Credentials {
-        base_url: base_url.trim_end_matches('/').to_string(),
+    let creds = Credentials {
+        base_url: base_url(id, &base),
         secret_key: SecretString::from(secret),
         account_supplied,
-    })
+        extra: Extra {
+            webhook_hash: open("webhookHash", own.sealed_webhook_hash.as_ref()).map(SecretString::from),
+            api_id: own.api_id.clone(),
+            pos_sales_id: own.pos_sales_id.clone(),
+            prepaid_deposit_id: own.prepaid_deposit_id.clone(),
+            callback_token: open("callbackToken", own.sealed_callback_token.as_ref()).map(SecretString::from),
+            public_url: public_url(state),
+        },
+    };
+    usable(id, creds)
+}
+
+/// `http.public_url` without its trailing slash, when set.
+fn public_url(state: &AppState) -> Option<String> {
+    Some(state.config.http.public_url.trim().trim_end_matches('/')).filter(|u| !u.is_empty()).map(str::to_string)
+}
+
+/// A base URL without its trailing slash; empty → the provider's own ([`PaymentProvider::default_base_url`]).
+fn base_url(id: ProviderId, configured: &str) -> String {
+    let url = configured.trim().trim_end_matches('/');
+    if url.is_empty() { adapter(id).default_base_url() } else { url }.to_string()
+}
+
+/// The credentials when they hold a secret and all the provider's wire needs.
+fn usable(id: ProviderId, creds: Credentials) -> Option<Credentials> {
+    (!creds.secret_key.expose_secret().trim().is_empty() && adapter(id).configured(&creds)).then_some(creds)
 }
 
 /// The first configured provider, in the platform's order.
@@ -69,7 +113,8 @@ pub fn routes(state: &AppState, account_id: &str, settings: &PaymentsSettings, c
     let fallback = named(settings.fallback_provider.as_ref());
     let mut out: Vec<Route> = Vec::new();
     for id in [primary, fallback].into_iter().flatten() {
-        if out.iter().any(|r| r.provider == id) {
+        // A USSD vote is charged only by a provider that can push a prompt without a page (D18.5).
+        if out.iter().any(|r| r.provider == id) || (channel == "ussd" && !adapter(id).can_push()) {
             continue;
         }
         if let Some(credentials) = credentials(state, account_id, settings, id) {

@@ -27,7 +27,7 @@ use crate::domain::settings::UssdSettings;
 use crate::domain::time::now_ms;
 use crate::domain::ussd::{self, screen, Gateway, Network, Nominee, Step, TRIES};
 use crate::domain::DomainError;
-use crate::providers::payments::{adapter, MobileMoneyCharge, ProviderError, ProviderId};
+use crate::providers::payments::{adapter, ChargeFacts, MobileMoneyCharge, ProviderError, ProviderId};
 use crate::state::AppState;
 use crate::store::accounts::Account;
 use crate::store::jobs::{self, queue};
@@ -531,10 +531,22 @@ pub async fn charge(state: &AppState, reference: &str, step_ms: i64) -> FlowResu
         email: &t.email,
         msisdn: &msisdn,
         network: network.as_str(),
+        name: t.full_name.as_deref(),
+        description: t.description.as_deref(),
         metadata: &t.metadata,
     };
     match adapter(provider).charge_mobile_money(&state.outbound, &creds, &req).await {
-        Ok(()) | Err(ProviderError::Duplicate) => Ok(Next::Done),
+        Ok(()) | Err(ProviderError::Duplicate) => {
+            // The prompt went to this handset: a refund sends the money back there (D18.3).
+            let facts = ChargeFacts {
+                method: Some("mobile_money"),
+                payer: Some(&msisdn),
+                network: Some(network.as_str()),
+                ..ChargeFacts::default()
+            };
+            state.store.note_charge(reference, facts).await?;
+            Ok(Next::Done)
+        }
         Err(e) if e.is_transient() => Ok(Next::Later {
             delay_ms: retry_delay_ms(step_ms),
             not_after: Some(t.hold_expires_at.max(now_ms())),

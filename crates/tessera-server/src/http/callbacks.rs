@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use super::envelope::request_id;
 use super::error::ApiError;
 use super::openapi::CallbackErrors;
-use crate::flows::callbacks::{self, Refused};
+use crate::flows::callbacks::{self, Arrival, Refused};
 use crate::providers::payments::ProviderId;
 use crate::state::AppState;
 use crate::telemetry::metrics;
@@ -47,27 +47,50 @@ pub async fn receive(
     Path(provider): Path<String>,
     req: Request,
 ) -> Result<(StatusCode, Json<CallbackAck>), ApiError> {
-    let Some(id) = ProviderId::parse(&provider) else {
+    receive_at(state, &provider, None, req).await
+}
+
+/// POST /api/white-label/webhooks/{provider}/{callbackToken} — Hubtel's tokened callback path
+#[utoipa::path(
+    post, path = "/api/white-label/webhooks/{provider}/{callbackToken}", tag = "webhooks", operation_id = "webhooks_receive_tokened",
+    params(("provider" = String, Path, description = "provider_c (Hubtel signs nothing: the token in the URL Tessera gave it authenticates the call)"),
+        ("callbackToken" = String, Path, description = "The account's (or the platform's) provider_c `callbackToken`")),
+    request_body(content = Object, description = "Hubtel's callback: `{ResponseCode, Status?, Data: {ClientReference, …}}`. \
+        Only a trigger: Tessera then asks Hubtel's transaction status check (D18.3).",
+        example = json!({"ResponseCode": "0000", "Status": "Success", "Data": {"ClientReference": "tsrx…", "Amount": 50.5, "CustomerPhoneNumber": "233241234567"}})),
+    responses((status = 200, description = "Stored for reconciliation (or already stored)", body = CallbackAck), CallbackErrors)
+)]
+pub async fn receive_tokened(
+    State(state): State<AppState>,
+    Path((provider, token)): Path<(String, String)>,
+    req: Request,
+) -> Result<(StatusCode, Json<CallbackAck>), ApiError> {
+    receive_at(state, &provider, Some(&token), req).await
+}
+
+/// Both routes: the provider is checked before the body is read (400); then the flow decides.
+async fn receive_at(
+    state: AppState,
+    provider: &str,
+    token: Option<&str>,
+    req: Request,
+) -> Result<(StatusCode, Json<CallbackAck>), ApiError> {
+    let Some(id) = ProviderId::parse(provider) else {
         metrics::callback_received("unsupported", "unsupported_provider");
         let names = ProviderId::NAMES.join(", ");
         return Err(ApiError::field("provider", format!("unsupported provider; one of {names}")));
     };
     let count = |outcome: &'static str| metrics::callback_received(id.as_str(), outcome);
-    // D17.9: the first of the provider's signature headers present (provider_a also takes Paystack's own).
-    let signature = id
-        .signature_headers()
-        .iter()
-        .find_map(|h| req.headers().get(*h))
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
+    let (parts, body) = req.into_parts();
     let max = state.config.max_body_bytes;
-    let body = axum::body::to_bytes(req.into_body(), max).await.map_err(|e| ApiError::body_unreadable(e, max))?;
-    let Some(signature) = signature else {
+    let body = axum::body::to_bytes(body, max).await.map_err(|e| ApiError::body_unreadable(e, max))?;
+    let arrival = Arrival { headers: &parts.headers, body: &body, token };
+    if !callbacks::carries_authentication(id, &arrival) {
         count("missing_signature");
         return Err(ApiError::missing_auth("the provider signature header is missing")
             .with_detail(id.signature_header(), "required"));
-    };
-    let new = match callbacks::accept(&state, id, &body, &signature).await {
+    }
+    let new = match callbacks::accept(&state, id, &arrival).await {
         Ok(new) => new,
         Err(Refused::Signature) => {
             count("invalid_signature");

@@ -182,7 +182,7 @@ fn open_routes() -> OpenApiRouter<AppState> {
 
 /// Provider callbacks: their own signature scheme, no tenant key (spec Scheme 4).
 fn callback_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(callbacks::receive))
+    OpenApiRouter::new().routes(routes!(callbacks::receive)).routes(routes!(callbacks::receive_tokened))
 }
 
 /// USSD gateways: the account's callback token in the query, no key (D17.19).

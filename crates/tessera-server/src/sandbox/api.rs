@@ -647,6 +647,7 @@ mod tests {
                 base_url: sb.provider_url(provider.as_str()),
                 secret_key: SecretString::from("sk_test_momo".to_string()),
                 account_supplied: false,
+                extra: Default::default(),
             };
             let req = MobileMoneyCharge {
                 reference,
@@ -655,6 +656,8 @@ mod tests {
                 email: "233241234567@ussd.invalid",
                 msisdn: "233241234567",
                 network: "atl",
+                name: None,
+                description: None,
                 metadata: &metadata,
             };
             let p = adapter(provider);

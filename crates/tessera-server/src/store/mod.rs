@@ -204,6 +204,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (11, "webhooks", include_str!("../../migrations/0011_webhooks.sql")),
     (12, "refunds", include_str!("../../migrations/0012_refunds.sql")),
     (13, "console", include_str!("../../migrations/0013_console.sql")),
+    (14, "wires", include_str!("../../migrations/0014_wires.sql")),
 ];
 
 impl Store {

@@ -52,12 +52,30 @@ pub struct Transaction {
     pub refund_claimed: i64,
     /// Pesewas that succeeded refunds gave back (D17.38).
     pub refunded: i64,
+    /// What the provider said of the paid charge (D18.45): its own id, `card` | `mobile_money`,
+    /// the paying number and its network. A refund on some wires needs them.
+    pub provider_charge_id: Option<String>,
+    pub pay_method: Option<String>,
+    pub payer: Option<String>,
+    pub payer_network: Option<String>,
+}
+
+impl Transaction {
+    /// What a refund of this payment's provider may need to know of it.
+    pub fn facts(&self) -> crate::providers::payments::ChargeFacts<'_> {
+        crate::providers::payments::ChargeFacts {
+            provider_charge_id: self.provider_charge_id.as_deref(),
+            method: self.pay_method.as_deref(),
+            payer: self.payer.as_deref(),
+            network: self.payer_network.as_deref(),
+        }
+    }
 }
 
 const COLUMNS: &str = "reference, account_id, transaction_type, status, amount, fees, price, currency, provider, \
     channel, email, phone, full_name, callback_url, description, campaign_id, ticket_type_id, participant_id, \
     quantity, metadata, attendees, authorization_url, access_code, reserved, credited, fulfilled, mismatch, paid_late, \
-    hold_expires_at, paid_at, created_at, refund_claimed, refunded";
+    hold_expires_at, paid_at, created_at, refund_claimed, refunded, provider_charge_id, pay_method, payer, payer_network";
 
 fn from_row(r: &AnyRow) -> StoreResult<Transaction> {
     let metadata: String = r.try_get("metadata")?;
@@ -101,6 +119,10 @@ fn from_row(r: &AnyRow) -> StoreResult<Transaction> {
         created_at: r.try_get("created_at")?,
         refund_claimed: r.try_get("refund_claimed")?,
         refunded: r.try_get("refunded")?,
+        provider_charge_id: r.try_get("provider_charge_id")?,
+        pay_method: r.try_get("pay_method")?,
+        payer: r.try_get("payer")?,
+        payer_network: r.try_get("payer_network")?,
     })
 }
 
@@ -373,6 +395,30 @@ impl Store {
         }
         self.page(COLUMNS, "FROM transactions", "created_at DESC, reference DESC", &f, (q.page, q.limit), from_row)
             .await
+    }
+
+    /// Keeps what the provider said of a charge (D18.45); a member already known stays.
+    pub async fn note_charge(
+        &self,
+        reference: &str,
+        facts: crate::providers::payments::ChargeFacts<'_>,
+    ) -> StoreResult<()> {
+        if facts == crate::providers::payments::ChargeFacts::default() {
+            return Ok(());
+        }
+        sqlx::query(
+            "UPDATE transactions SET provider_charge_id = COALESCE(provider_charge_id, $1), \
+             pay_method = COALESCE(pay_method, $2), payer = COALESCE(payer, $3), \
+             payer_network = COALESCE(payer_network, $4) WHERE reference = $5",
+        )
+        .bind(facts.provider_charge_id)
+        .bind(facts.method)
+        .bind(facts.payer)
+        .bind(facts.network)
+        .bind(reference)
+        .execute(self.writer())
+        .await?;
+        Ok(())
     }
 
     /// The provider reported another amount or currency (D5.5): flagged, never credited or

@@ -27,6 +27,7 @@ fn creds(sb: &SandboxHandle, p: ProviderId, secret: &str) -> Credentials {
         base_url: sb.provider_url(p.as_str()),
         secret_key: SecretString::from(secret),
         account_supplied: false,
+        extra: Default::default(),
     }
 }
 
@@ -40,6 +41,9 @@ fn charge<'a>(reference: &'a str, metadata: &'a Value, callback: Option<&'a str>
         amount: 1250,
         currency: "GHS",
         email: "ama@example.com",
+        name: None,
+        phone: None,
+        description: None,
         callback_url: callback,
         metadata,
     }
@@ -239,7 +243,15 @@ async fn transfers_are_created_verified_settled_and_a_reused_reference_is_a_dupl
 }
 
 fn refund<'a>(refund_id: &'a str, charge: &'a str, amount: i64) -> RefundRequest<'a> {
-    RefundRequest { refund_id, transaction_reference: charge, amount, currency: "GHS", reason: Some("Event cancelled") }
+    RefundRequest {
+        refund_id,
+        transaction_reference: charge,
+        amount,
+        currency: "GHS",
+        reason: Some("Event cancelled"),
+        charge: Default::default(),
+        filed_at: 0,
+    }
 }
 
 /// A paid 12.50 charge at `p` with `secret` (settled without its callback); its reference.
@@ -471,6 +483,7 @@ async fn an_outage_makes_a_provider_unreachable_until_it_ends() {
         base_url: "http://127.0.0.1:9".into(),
         secret_key: SecretString::from("sk"),
         account_supplied: false,
+        extra: Default::default(),
     };
     let err = adapter(ProviderId::B).verify_charge(&http, &dead, "x").await.expect_err("dead");
     assert!(matches!(err, ProviderError::Unreachable(_)), "{err:?}");

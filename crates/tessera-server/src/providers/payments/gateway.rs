@@ -93,6 +93,10 @@ impl PaymentProvider for Gateway {
         self.0
     }
 
+    fn default_base_url(&self) -> &'static str {
+        ""
+    }
+
     async fn initialize(
         &self,
         http: &Outbound,
@@ -131,6 +135,10 @@ impl PaymentProvider for Gateway {
             status: map_status(str_at(&b, "status").ok_or_else(|| wire::unreadable("status"))?),
             amount: amount_at(&b, "amount").ok_or_else(|| wire::unreadable("amount"))?,
             currency: str_at(&b, "currency").ok_or_else(|| wire::unreadable("currency"))?.to_string(),
+            provider_id: None,
+            method: None,
+            payer: None,
+            reason: None,
         })
     }
 
@@ -226,6 +234,8 @@ mod tests {
             email: "233241234567@ussd.invalid",
             msisdn: "233241234567",
             network: "mtn",
+            name: None,
+            description: None,
             metadata: &metadata,
         };
         assert_eq!(

@@ -87,11 +87,55 @@ impl ProviderId {
 /// Where and as whom to call a provider.
 #[derive(Clone, Debug)]
 pub struct Credentials {
-    /// Base URL without a trailing slash, e.g. `http://127.0.0.1:8090/provider_a`.
+    /// Base URL without a trailing slash, e.g. `http://127.0.0.1:8090/provider_a`. Empty: the
+    /// provider's own hosts ([`PaymentProvider::default_base_url`]; Hubtel has five).
     pub base_url: String,
     pub secret_key: SecretString,
     /// True when the account supplied the URL: the call goes through the private-address guard.
     pub account_supplied: bool,
+    /// What one provider's wire needs beyond a key (D18.2–3, D18.45).
+    pub extra: Extra,
+}
+
+/// A provider's credentials beyond its secret key: Flutterwave's webhook hash, Hubtel's ids
+/// and callback token, and the server's public address (the URLs Hubtel calls back).
+#[derive(Clone, Debug, Default)]
+pub struct Extra {
+    /// Flutterwave's `verif-hash` / `flutterwave-signature` secret (`webhookHash`).
+    pub webhook_hash: Option<SecretString>,
+    /// Hubtel's API id (the user of Basic auth; the secret key is its password).
+    pub api_id: Option<String>,
+    /// Hubtel's POS sales account number (checkout, receive money, status).
+    pub pos_sales_id: Option<String>,
+    /// Hubtel's prepaid deposit account number (send money: refunds, transfers).
+    pub prepaid_deposit_id: Option<String>,
+    /// The token of Hubtel's callback path (`/api/white-label/webhooks/provider_c/{token}`).
+    pub callback_token: Option<SecretString>,
+    /// `http.public_url` without a trailing slash: Tessera as the world reaches it.
+    pub public_url: Option<String>,
+}
+
+/// What Tessera knows of a paid charge beyond its amount (D18.2–3, D18.45): a refund on some
+/// wires needs it (Flutterwave's transaction id; Hubtel sends mobile money back to the payer).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChargeFacts<'a> {
+    /// The provider's own id of the charge (Flutterwave's `data.id`).
+    pub provider_charge_id: Option<&'a str>,
+    /// `card` or `mobile_money`, when the provider said.
+    pub method: Option<&'a str>,
+    /// The paying phone number, international form without `+` (`233241234567`).
+    pub payer: Option<&'a str>,
+    /// The payer's network: `mtn`, `vod` or `atl`.
+    pub network: Option<&'a str>,
+}
+
+/// An inbound callback as it arrived: what each wire authenticates (D6.1, D18.2–3).
+#[derive(Debug, Clone, Copy)]
+pub struct CallbackAuth<'a> {
+    pub headers: &'a reqwest::header::HeaderMap,
+    pub body: &'a [u8],
+    /// The path token of `POST /webhooks/:provider/:token` (Hubtel's), when the URL has one.
+    pub token: Option<&'a str>,
 }
 
 /// A charge to create (`reference` is Tessera's, D16.24).
@@ -102,6 +146,11 @@ pub struct ChargeRequest<'a> {
     pub amount: i64,
     pub currency: &'a str,
     pub email: &'a str,
+    /// The customer's name and phone, when the checkout has them (Flutterwave's `customer`).
+    pub name: Option<&'a str>,
+    pub phone: Option<&'a str>,
+    /// What is paid for, as the checkout page shows it (the campaign's title).
+    pub description: Option<&'a str>,
     pub callback_url: Option<&'a str>,
     pub metadata: &'a Value,
 }
@@ -120,6 +169,10 @@ pub struct MobileMoneyCharge<'a> {
     pub msisdn: &'a str,
     /// `mtn`, `vod` or `atl`.
     pub network: &'a str,
+    /// The customer's name, when known (Hubtel's `CustomerName`).
+    pub name: Option<&'a str>,
+    /// What is paid for (Hubtel's `Description`).
+    pub description: Option<&'a str>,
     pub metadata: &'a Value,
 }
 
@@ -148,6 +201,14 @@ pub struct ChargeState {
     /// Pesewas.
     pub amount: i64,
     pub currency: String,
+    /// The provider's own id of the charge (Flutterwave's `data.id`, kept for refunds).
+    pub provider_id: Option<String>,
+    /// `card` or `mobile_money`, when the provider says (Hubtel's `paymentMethod`).
+    pub method: Option<String>,
+    /// The paying number (`233…`), when the provider says.
+    pub payer: Option<String>,
+    /// A failed charge's reason as the provider gives it (Hubtel's codes, D18.3).
+    pub reason: Option<String>,
 }
 
 /// A payout to create (reference = the withdrawal id, D14.1).
@@ -187,6 +248,11 @@ pub struct RefundRequest<'a> {
     pub amount: i64,
     pub currency: &'a str,
     pub reason: Option<&'a str>,
+    /// What Tessera knows of the refunded charge (Flutterwave refunds by its id; Hubtel sends
+    /// mobile money back to its payer).
+    pub charge: ChargeFacts<'a>,
+    /// When Tessera filed the refund (Unix ms): a listing for a lost answer looks from then.
+    pub filed_at: i64,
 }
 
 /// A refund as the provider reports it.
@@ -210,6 +276,8 @@ pub struct RefundState {
 /// outbound events.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderCallback {
+    /// What the callback is about, whatever the wire calls it.
+    pub kind: CallbackKind,
     /// `charge.success`, `charge.failed`, `transfer.success`, `transfer.failed`, the refund
     /// events `refund.processed` (Paystack), `refund.success` (gateway) and `refund.failed`
     /// (others are stored and ignored).
@@ -219,6 +287,24 @@ pub struct ProviderCallback {
     /// The charge's or the transfer's reference. For a refund event it is the refunded CHARGE's
     /// reference (both wires name the transaction in refund callbacks), not the refund's.
     pub reference: String,
+    /// The paying number the callback names (Hubtel's checkout callback), `233…`: kept once a
+    /// status check confirms the payment (D18.45).
+    pub payer: Option<String>,
+}
+
+/// What a callback is about (the reconciliation it triggers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallbackKind {
+    /// A charge: `reference` is the payment's; its verify decides.
+    Charge,
+    /// A transfer: `reference` is the withdrawal id.
+    Transfer,
+    /// A refund: `reference` is the refunded charge's.
+    Refund,
+    /// Money sent out by reference, a withdrawal's or a refund's id (Hubtel's send money).
+    Send,
+    /// Anything else: stored and ignored.
+    Other,
 }
 
 impl ProviderCallback {
@@ -265,6 +351,39 @@ pub type ProviderResult<T> = Result<T, ProviderError>;
 #[async_trait::async_trait]
 pub trait PaymentProvider: Send + Sync {
     fn id(&self) -> ProviderId;
+
+    /// The provider's API when the settings name none (`https://api.paystack.co` …); empty when
+    /// the adapter picks hosts per call (Hubtel).
+    fn default_base_url(&self) -> &'static str;
+
+    /// Whether these credentials are enough to call the provider (routing skips it otherwise).
+    fn configured(&self, creds: &Credentials) -> bool {
+        !creds.base_url.is_empty()
+    }
+
+    /// Whether the provider can charge a handset without a page (USSD votes, D18.5).
+    fn can_push(&self) -> bool {
+        true
+    }
+
+    /// Why a paid charge cannot be refunded on this wire (D18.3: Hubtel refunds mobile money
+    /// only), or `None` when it can.
+    fn refund_refusal(&self, _charge: &ChargeFacts<'_>) -> Option<String> {
+        None
+    }
+
+    /// The wire's own callback authentication with `creds`, beyond D6.1's HMAC
+    /// ([`Self::verify_signature`]): Flutterwave's `verif-hash` and `flutterwave-signature`,
+    /// Hubtel's path token. Constant time.
+    fn authenticate(&self, _creds: &Credentials, _callback: &CallbackAuth<'_>) -> bool {
+        false
+    }
+
+    /// Whether the callback carries any of the wire's own authentication (else a missing D6.1
+    /// header is answered 401 "missing").
+    fn carries_authentication(&self, _callback: &CallbackAuth<'_>) -> bool {
+        false
+    }
 
     /// Creates a charge; the customer pays at `authorization_url`.
     async fn initialize(

@@ -144,6 +144,10 @@ impl PaymentProvider for ProviderA {
         ProviderId::A
     }
 
+    fn default_base_url(&self) -> &'static str {
+        "https://api.paystack.co"
+    }
+
     async fn initialize(
         &self,
         http: &Outbound,
@@ -193,6 +197,10 @@ impl PaymentProvider for ProviderA {
             status: map_status(str_at(&d, "status").ok_or_else(|| wire::unreadable("data.status"))?),
             amount: amount_at(&d, "amount").ok_or_else(|| wire::unreadable("data.amount"))?,
             currency: str_at(&d, "currency").ok_or_else(|| wire::unreadable("data.currency"))?.to_string(),
+            provider_id: None,
+            method: None,
+            payer: None,
+            reason: None,
         })
     }
 
@@ -312,6 +320,8 @@ mod tests {
             email: "233241234567@ussd.invalid",
             msisdn: "233241234567",
             network: "vod",
+            name: None,
+            description: None,
             metadata: &metadata,
         };
         assert_eq!(

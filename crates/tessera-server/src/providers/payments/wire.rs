@@ -127,6 +127,41 @@ pub(super) fn amount_at(v: &Value, key: &str) -> Option<i64> {
     n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.is_finite()).map(|f| f as i64))
 }
 
+/// Pesewas as the decimal GHS Flutterwave and Hubtel take (D18.1): `15050` → `150.5`. Every
+/// whole number of pesewas below 2^53 has an exact shortest decimal form with two places at
+/// most, which is what serde_json prints.
+pub(crate) fn ghs(pesewas: i64) -> Value {
+    if pesewas % 100 == 0 {
+        return Value::from(pesewas / 100);
+    }
+    serde_json::Number::from_f64(pesewas as f64 / 100.0).map(Value::Number).unwrap_or(Value::Null)
+}
+
+/// A decimal GHS amount as pesewas (D18.1): a number or a numeric string with at most two
+/// places (`150.5`, `"150.50"`, `150`); anything else, or a third place that is not zero, is
+/// unreadable (`None`).
+pub(crate) fn pesewas_at(v: &Value, key: &str) -> Option<i64> {
+    match v.get(key)? {
+        Value::Number(n) => pesewas_of(&n.to_string()),
+        Value::String(s) => pesewas_of(s.trim()),
+        _ => None,
+    }
+}
+
+/// `"150.50"` → 15050; at most two non-zero decimal places, no sign, no exponent.
+pub(crate) fn pesewas_of(s: &str) -> Option<i64> {
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let frac = frac.trim_end_matches('0');
+    if frac.len() > 2 {
+        return None;
+    }
+    let cents = format!("{frac:0<2}").parse::<i64>().ok()?;
+    whole.parse::<i64>().ok()?.checked_mul(100)?.checked_add(cents)
+}
+
 /// Hex HMAC over `body`, compared in constant time (D6.1).
 pub(super) fn verify_hmac<D>(secret: &[u8], body: &[u8], signature: &str) -> bool
 where
@@ -169,7 +204,13 @@ pub(super) fn parse_callback(body: &[u8]) -> Result<super::ProviderCallback, Str
         Some(Value::Number(n)) => Some(n.to_string()),
         _ => None,
     };
-    Ok(super::ProviderCallback { event, id, reference })
+    let kind = match event.split('.').next() {
+        Some("charge") => super::CallbackKind::Charge,
+        Some("transfer") => super::CallbackKind::Transfer,
+        Some("refund") => super::CallbackKind::Refund,
+        _ => super::CallbackKind::Other,
+    };
+    Ok(super::ProviderCallback { kind, event, id, reference, payer: None })
 }
 
 /// The charge reference a refund callback names: `transaction_reference`, then `transaction` as
@@ -233,6 +274,33 @@ mod tests {
         assert_eq!(e164_phone("233241234567"), "+233241234567");
         assert_eq!(e164_phone("+233241234567"), "+233241234567");
         assert_eq!(e164_phone("0241234567"), "+233241234567");
+    }
+
+    #[test]
+    fn ghs_decimals_cross_the_boundary_exactly() {
+        assert_eq!(ghs(15050).to_string(), "150.5");
+        assert_eq!(ghs(1001).to_string(), "10.01");
+        assert_eq!(ghs(500).to_string(), "5");
+        for (text, pesewas) in [
+            ("150.50", Some(15050)),
+            ("150.5", Some(15050)),
+            ("150", Some(15000)),
+            ("0.07", Some(7)),
+            ("10.010", Some(1001)),
+            ("1.005", None),
+            ("-1", None),
+            ("1e3", None),
+            ("", None),
+            ("abc", None),
+        ] {
+            assert_eq!(pesewas_of(text), pesewas, "{text}");
+        }
+        assert_eq!(pesewas_at(&serde_json::json!({"amount": 150.5}), "amount"), Some(15050));
+        assert_eq!(pesewas_at(&serde_json::json!({"amount": "20.00"}), "amount"), Some(2000));
+        assert_eq!(pesewas_at(&serde_json::json!({"amount": true}), "amount"), None);
+        for pesewas in [1, 7, 10, 99, 15050, 123_456_789, 999_999_999_99] {
+            assert_eq!(pesewas_of(&ghs(pesewas).to_string()), Some(pesewas), "{pesewas}");
+        }
     }
 
     #[test]
