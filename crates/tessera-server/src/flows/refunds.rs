@@ -287,6 +287,17 @@ async fn advance(state: &AppState, r: &Refund, may_create: bool) -> Result<Outco
         .ok_or_else(|| RefundError::NotConfigured(r.provider.clone()))?;
     let api = adapter(provider);
     let payment = state.store.transaction_by_reference(&r.transaction_reference).await?;
+    let taken: Vec<String> = match &payment {
+        Some(t) => state
+            .store
+            .refunds_of(&t.account_id, &t.reference)
+            .await?
+            .into_iter()
+            .filter(|o| o.id != r.id)
+            .filter_map(|o| o.provider_refund_id)
+            .collect(),
+        None => Vec::new(),
+    };
     let req = RefundRequest {
         refund_id: &r.id,
         transaction_reference: &r.transaction_reference,
@@ -295,6 +306,8 @@ async fn advance(state: &AppState, r: &Refund, may_create: bool) -> Result<Outco
         reason: r.reason.as_deref(),
         charge: payment.as_ref().map(|t| t.facts()).unwrap_or_default(),
         filed_at: r.created_at,
+        provider_refund_id: r.provider_refund_id.as_deref(),
+        taken: &taken,
     };
     let remote = if !r.provider_created && may_create {
         api.create_refund(&state.outbound, &creds, &req).await?

@@ -251,6 +251,8 @@ fn refund<'a>(refund_id: &'a str, charge: &'a str, amount: i64) -> RefundRequest
         reason: Some("Event cancelled"),
         charge: Default::default(),
         filed_at: 0,
+        provider_refund_id: None,
+        taken: &[],
     }
 }
 

@@ -253,6 +253,11 @@ pub struct RefundRequest<'a> {
     pub charge: ChargeFacts<'a>,
     /// When Tessera filed the refund (Unix ms): a listing for a lost answer looks from then.
     pub filed_at: i64,
+    /// The provider's id of this refund, once an answer gave one (Flutterwave polls by it).
+    pub provider_refund_id: Option<&'a str>,
+    /// The provider ids of the charge's other refunds: a listing that looks for this refund's
+    /// lost answer never adopts one of them (D18.2).
+    pub taken: &'a [String],
 }
 
 /// A refund as the provider reports it.
