@@ -279,7 +279,7 @@ struct ProviderConfig {
     pos_sales_id: Option<rules::Text<64>>,
     prepaid_deposit_id: Option<rules::Text<64>>,
     /// The token of Hubtel's callback path (D18.3), write-only.
-    callback_token: Option<rules::CallbackToken>,
+    callback_token: Option<rules::PathToken>,
 }
 
 /// `payments.channels.<channel>`.

@@ -247,6 +247,29 @@ impl<'de> Deserialize<'de> for CallbackToken {
     }
 }
 
+/// `payments.providers.provider_c.callbackToken` (D18.3): the last segment of the callback URL
+/// Tessera gives Hubtel, a secret of 16 to 256 letters, digits, `-` or `_`; sealed once stored.
+#[derive(Debug, Clone)]
+pub struct PathToken(pub Option<String>);
+
+impl<'de> Deserialize<'de> for PathToken {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = value(d)?;
+        if let Some(sealed) = sealed_ciphertext(&v) {
+            return Ok(PathToken(sealed));
+        }
+        let ok = v.as_str().is_some_and(|s| {
+            (16..=256).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        });
+        if !ok {
+            return Err(broken(
+                "must be 16 to 256 letters, digits, '-' or '_' (the last segment of the callback URL Hubtel calls)",
+            ));
+        }
+        Ok(PathToken(None))
+    }
+}
+
 /// A USSD service code such as `*920*44#` (at most 32 characters).
 #[derive(Debug, Clone)]
 pub struct ServiceCode(pub Text<32>);
