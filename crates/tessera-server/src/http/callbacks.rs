@@ -35,10 +35,14 @@ pub struct CallbackAck {
 #[utoipa::path(
     post, path = "/api/white-label/webhooks/{provider}", tag = "webhooks", operation_id = "webhooks_receive",
     params(("provider" = String, Path, description = "provider_a, provider_b or provider_c")),
-    request_body(content = Object, description = "The provider's event, `{event, data: {id, reference, status, amount, currency, …}}`, \
-        signed over the raw bytes: provider_a `x-provider_a-signature` \
-        (or Paystack's own `x-paystack-signature`, D17.9) = hex HMAC-SHA512, provider_b `x-provider_b-signature` and \
-        provider_c `x-provider_c-signature` = hex HMAC-SHA256, with the provider secret key.",
+    request_body(content = Object, description = "The provider's event in its own shape, signed over the raw bytes. \
+        provider_a (Paystack): `{event, data: {id, reference, …}}` with `x-provider_a-signature` or Paystack's own \
+        `x-paystack-signature` = hex HMAC-SHA512 with the secret key (D17.9). provider_b (Flutterwave v3): \
+        `{event: \"charge.completed\", data: {id, tx_ref, …}}` (or the legacy flat `{txRef, status, …}`, and \
+        `transfer.completed`) with `verif-hash` = the webhook hash or `flutterwave-signature` = base64 HMAC-SHA256 \
+        with it. provider_c (Hubtel) calls the tokened path below. `x-provider_b-signature` and \
+        `x-provider_c-signature` (hex HMAC-SHA256 with the secret key, D6.1) stay accepted. A callback is only a \
+        trigger: Tessera asks the provider's own verify before it credits anything.",
         example = json!({"event": "charge.success", "data": {"id": "ch_1", "reference": "tsr_…", "status": "success", "amount": 5000, "currency": "GHS"}})),
     responses((status = 200, description = "Stored for reconciliation (or already stored)", body = CallbackAck), CallbackErrors)
 )]
