@@ -311,10 +311,13 @@ struct EmailConfig {
     smtp_tls: Option<SmtpTls>,
 }
 
-/// `notifications.sms`.
+/// `notifications.sms` (D13.3, D18.4).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 struct SmsConfig {
+    provider: Option<SmsProvider>,
+    /// The Africa's Talking application's username (required with `provider: africastalking`).
+    username: Option<rules::Text<255>>,
     base_url: Option<rules::Url>,
     api_key: Option<rules::Text<512>>,
     sender_id: Option<rules::Text<11>>,
@@ -572,9 +575,36 @@ impl SmtpTls {
     }
 }
 
-/// `notifications.sms`: the account's HTTP SMS gateway.
+/// Which wire the account's SMS go over (D18.4): its own HTTP gateway (D13.3, the default) or
+/// Africa's Talking.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SmsProvider {
+    #[default]
+    Http,
+    AfricasTalking,
+}
+
+impl SmsProvider {
+    /// The values of `notifications.sms.provider`.
+    pub const NAMES: [&'static str; 2] = ["http", "africastalking"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "http" => Some(SmsProvider::Http),
+            "africastalking" => Some(SmsProvider::AfricasTalking),
+            _ => None,
+        }
+    }
+}
+
+/// `notifications.sms`: the account's SMS wire, its gateway and the sender its messages carry.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SmsSettings {
+    /// `http` unless `africastalking` is set.
+    pub provider: SmsProvider,
+    /// Africa's Talking's application username.
+    pub username: Option<String>,
+    /// The gateway's base URL; Africa's Talking has a default, the HTTP gateway none.
     pub base_url: Option<String>,
     /// The sealed key (`notifications.config.sms.apiKey`).
     pub api_key_sealed: Option<String>,
@@ -597,6 +627,8 @@ impl NotificationsSettings {
             })
         });
         let sms = c.sms.map_or_else(SmsSettings::default, |s| SmsSettings {
+            provider: s.provider.unwrap_or_default(),
+            username: trimmed(&s.username),
             base_url: s.base_url.and_then(|u| u.0.trimmed()),
             api_key_sealed: sealed(&s.api_key),
             sender_id: trimmed(&s.sender_id),
@@ -650,7 +682,16 @@ pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
             }
             broken
         }
-        "notifications" => read::read::<NotificationsConfig>(config).1,
+        "notifications" => {
+            let (c, mut broken) = read::read::<NotificationsConfig>(config);
+            // Africa's Talking names the application in every call: refused at save without it.
+            if let Some(sms) = c.sms.filter(|s| s.provider == Some(SmsProvider::AfricasTalking)) {
+                if trimmed(&sms.username).is_none() && !broken.iter().any(|(path, _)| path == "sms.username") {
+                    broken.push(("sms.username".into(), "is required when sms.provider is africastalking".into()));
+                }
+            }
+            broken
+        }
         "operations" => read::read::<OperationsConfig>(config).1,
         "security" => read::read::<SecurityConfig>(config).1,
         "ussd" => read::read::<UssdConfig>(config).1,
@@ -789,6 +830,25 @@ mod tests {
         assert_eq!(errs[0].field, "config.email.smtpTls");
         let tls = NotificationsSettings::from_value(&json!({"email": {"smtpHost": "h", "smtpTls": "tls"}}));
         assert_eq!(tls.email.map(|e| e.tls), Some(SmtpTls::Implicit));
+    }
+
+    #[test]
+    fn the_sms_provider_is_named_and_africastalking_needs_its_username() {
+        let fields = |config: Value| match validate("notifications", &config) {
+            Ok(()) => Vec::new(),
+            Err(DomainError::Validation(errs)) => errs.into_iter().map(|e| e.field).collect(),
+            Err(e) => panic!("{e:?}"),
+        };
+        assert_eq!(fields(json!({"sms": {"provider": "twilio"}})), ["config.sms.provider"]);
+        assert_eq!(fields(json!({"sms": {"provider": "africastalking"}})), ["config.sms.username"]);
+        assert_eq!(fields(json!({"sms": {"provider": "africastalking", "username": " "}})), ["config.sms.username"]);
+        assert_eq!(fields(json!({"sms": {"provider": "africastalking", "username": 5}})), ["config.sms.username"]);
+        assert!(fields(json!({"sms": {"provider": "africastalking", "username": "sandbox"}})).is_empty());
+        assert!(fields(json!({"sms": {"provider": "http"}})).is_empty());
+        let n =
+            NotificationsSettings::from_value(&json!({"sms": {"provider": "africastalking", "username": " akwaaba "}}));
+        assert_eq!((n.sms.provider, n.sms.username.as_deref()), (SmsProvider::AfricasTalking, Some("akwaaba")));
+        assert_eq!(NotificationsSettings::from_value(&json!({"sms": {}})).sms.provider, SmsProvider::Http);
     }
 
     #[test]

@@ -2,10 +2,12 @@
 //! by which transport, and what follows. The message is rendered from what the store knows
 //! (`crate::views::notifications`), then sent by e-mail over the account's `notifications.email`
 //! SMTP server or the platform's `[email]` (plain SMTP only where private endpoints are allowed,
-//! D17.7), or by SMS over the account's gateway (`crate::providers::messaging`). Attempts: at
-//! once, then 1 m, 5 m, 30 m, 2 h and 6 h after the attempt before (× `notifications.retry_scale`,
-//! D11.4); after the sixth failure the notification is `failed` with its last error. A message
-//! that cannot be rendered fails at once with the reason. A passcode is scrubbed from the stored
+//! D17.7), or by SMS over the account's own HTTP gateway or Africa's Talking
+//! (`notifications.sms.provider`, D18.4; `crate::providers::messaging`). Attempts: at once, then
+//! 1 m, 5 m, 30 m, 2 h and 6 h after the attempt before (× `notifications.retry_scale`, D11.4);
+//! after the sixth failure the notification is `failed` with its last error. A message that
+//! cannot be rendered, or that its peer refuses for good (Africa's Talking's InvalidPhoneNumber),
+//! fails at once with the reason. A passcode is scrubbed from the stored
 //! payload once the message is final. Secrets (SMTP password, SMS key, passcodes, QR tokens) go
 //! into messages only, never into a log line or an error text.
 use std::time::Duration;
@@ -13,9 +15,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::domain::notifications::{carries_passcode, Rendered};
-use crate::domain::settings::{BrandingSettings, NotificationsSettings, SmtpTls};
+use crate::domain::settings::{BrandingSettings, NotificationsSettings, SmsProvider, SmtpTls};
 use crate::domain::time::now_ms;
-use crate::providers::messaging::{email, sms};
+use crate::providers::messaging::{email, sms, Failure};
 use crate::state::AppState;
 use crate::store::notifications::Notification;
 use crate::telemetry::metrics;
@@ -67,7 +69,7 @@ pub async fn attempt(state: &AppState, id: &str, now: i64) -> anyhow::Result<Att
     let channel: &'static str = n.channel.as_str();
     let sent = match n.channel.as_str() {
         "sms" => send_sms(state, &n, &branding, &rendered).await,
-        _ => send_email(state, &n, &branding, &rendered).await,
+        _ => send_email(state, &n, &branding, &rendered).await.map_err(Failure::from),
     };
     match sent {
         Ok(()) => {
@@ -77,14 +79,14 @@ pub async fn attempt(state: &AppState, id: &str, now: i64) -> anyhow::Result<Att
             metrics::notification_outcome(channel, "sent");
             Ok(Attempted::Final)
         }
-        Err(error) if attempt >= MAX_ATTEMPTS => {
-            tracing::warn!(notification = %n.id, channel = %n.channel, attempt, %error, "notification failed for good");
+        Err(Failure { error, permanent }) if permanent || attempt >= MAX_ATTEMPTS => {
+            tracing::warn!(notification = %n.id, channel = %n.channel, attempt, permanent, %error, "notification failed for good");
             state.store.notification_failed(&n.id, &error, scrub.as_ref(), now_ms()).await?;
             view::forget_rendered(&n.id);
             metrics::notification_outcome(channel, "failed");
             Ok(Attempted::Final)
         }
-        Err(error) => {
+        Err(Failure { error, .. }) => {
             let delay_ms = retry_delay_ms(attempt, state.config.notifications.retry_scale);
             tracing::warn!(notification = %n.id, channel = %n.channel, attempt, delay_ms, %error, "notification attempt failed; retrying");
             state.store.notification_retry(&n.id, &error, now).await?;
@@ -202,16 +204,39 @@ async fn send_email(
     email::send(&smtp, &n.recipient, m).await
 }
 
-/// Sends one SMS through the account's gateway (D13.3), from its `senderId`, else its platform
-/// name, else "Tessera".
-async fn send_sms(state: &AppState, n: &Notification, branding: &BrandingSettings, m: &Rendered) -> Result<(), String> {
+/// Sends one SMS over the account's `notifications.sms.provider`: its own HTTP gateway (D13.3),
+/// from its `senderId`, else its platform name, else "Tessera"; or Africa's Talking (D18.4), from
+/// its `senderId` when set (Africa's Talking refuses a sender it has not registered, so no name is
+/// made up), at its `baseUrl` or Africa's Talking's host for the username.
+async fn send_sms(
+    state: &AppState,
+    n: &Notification,
+    branding: &BrandingSettings,
+    m: &Rendered,
+) -> Result<(), Failure> {
     let settings = notifications_settings(state, &n.account_id).await?.sms;
-    let base_url = settings.base_url.as_deref().ok_or("the account has no SMS gateway (notifications.sms.baseUrl)")?;
     let api_key = state
         .unseal_setting(&n.account_id, "notifications.config.sms.apiKey", settings.api_key_sealed.as_deref())
         .ok_or("the account's SMS gateway has no usable apiKey")?;
-    let from = settings.sender_id.or_else(|| branding.platform_name.clone()).unwrap_or_else(|| "Tessera".to_string());
-    sms::send(&state.outbound, sms::Gateway { base_url, api_key, from }, &n.recipient, m.text.trim()).await
+    let text = m.text.trim();
+    match settings.provider {
+        SmsProvider::Http => {
+            let base_url =
+                settings.base_url.as_deref().ok_or("the account has no SMS gateway (notifications.sms.baseUrl)")?;
+            let from =
+                settings.sender_id.or_else(|| branding.platform_name.clone()).unwrap_or_else(|| "Tessera".to_string());
+            Ok(sms::send(&state.outbound, sms::Gateway { base_url, api_key, from }, &n.recipient, text).await?)
+        }
+        SmsProvider::AfricasTalking => {
+            let username = settings
+                .username
+                .as_deref()
+                .ok_or("the account's Africa's Talking SMS has no notifications.sms.username")?;
+            let base_url = settings.base_url.as_deref().unwrap_or_else(|| sms::africastalking_default_url(username));
+            let at = sms::AfricasTalking { base_url, username, api_key, from: settings.sender_id.as_deref() };
+            sms::send_africastalking(&state.outbound, at, &n.recipient, text).await
+        }
+    }
 }
 
 #[cfg(test)]

@@ -16,9 +16,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
-use super::{
-    bearer, gateway_error, now_rfc3339, push_bounded, random_token, Channel, Charge, Outcome, Shared, Transfer,
-};
+use super::{bearer, gateway_error, now_rfc3339, random_token, Channel, Charge, Outcome, Shared, Transfer};
 use crate::providers::payments::ProviderId;
 
 type Obj = Map<String, Value>;
@@ -474,38 +472,6 @@ async fn gw_transfer_get(State(gw): State<Gw>, headers: HeaderMap, Path(referenc
         Some(t) => Json(gw_transfer(t)).into_response(),
         None => gateway_error(StatusCode::NOT_FOUND, "not_found", "no transfer with this reference"),
     }
-}
-
-// ---------------------------------------------------------------- SMS gateway (D13.3)
-
-pub(super) fn sms_routes(shared: Arc<Shared>) -> Router {
-    Router::new().route("/sms/messages", post(sms_send)).with_state(shared)
-}
-
-/// `POST /sms/messages` with `Authorization: Bearer <apiKey>` and `{to, from, text}` → `{id}`.
-async fn sms_send(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    if shared.is_down("sms") {
-        return gateway_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "sandbox outage");
-    }
-    if bearer(&headers).is_none() {
-        return gateway_error(StatusCode::UNAUTHORIZED, "unauthorized", "a Bearer API key is required");
-    }
-    let Some(o) = object(&body) else { return invalid("the body must be a JSON object") };
-    for k in ["to", "from", "text"] {
-        if text(&o, k).is_none() {
-            return invalid(&format!("{k} is required"));
-        }
-    }
-    let id = format!("sms_{}", shared.db().next_id());
-    let entry = json!({
-        "id": id,
-        "to": text(&o, "to"),
-        "from": text(&o, "from"),
-        "text": text(&o, "text"),
-        "at": now_rfc3339(),
-    });
-    push_bounded(&mut shared.db().sms, entry);
-    (StatusCode::CREATED, Json(json!({"id": id}))).into_response()
 }
 
 #[cfg(test)]

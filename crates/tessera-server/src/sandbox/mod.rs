@@ -15,6 +15,7 @@ mod checkout;
 mod control;
 mod inbox;
 mod refunds;
+mod sms;
 mod smtp;
 mod ussd;
 
@@ -772,7 +773,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .merge(api::paystack_routes(shared.clone()))
         .nest("/provider_b", api::gateway_routes(shared.clone(), ProviderId::B))
         .nest("/provider_c", api::gateway_routes(shared.clone(), ProviderId::C))
-        .merge(api::sms_routes(shared.clone()))
+        .merge(sms::routes(shared.clone()))
         .merge(checkout::routes(shared.clone()))
         .merge(control::routes(shared.clone()))
         .merge(inbox::routes(shared.clone()))

@@ -145,6 +145,14 @@ impl<'de> Deserialize<'de> for super::SmtpTls {
     }
 }
 
+impl<'de> Deserialize<'de> for super::SmsProvider {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = one_of(d, &super::SmsProvider::NAMES)?;
+        super::SmsProvider::parse(&name)
+            .ok_or_else(|| broken(format!("must be one of {}", super::SmsProvider::NAMES.join(", "))))
+    }
+}
+
 /// A number from `MIN` to `MAX`.
 #[derive(Debug, Clone, Copy)]
 pub struct Number<const MIN: i64, const MAX: i64>(pub f64);

@@ -12,6 +12,7 @@
 //! - `ledger`: the ledger read and the money audit.
 //! - `mail`: mail to the sandbox's SMTP sink and the passcodes it carries.
 //! - `tickets`, `portal`, `console`: issued tickets, the reseller portal, the console browser.
+//! - `fakes_sms`: Africa's Talking's SMS API, faked from its documentation (D18.4).
 //! - `process`: `tessera serve` as a real process (the SIGKILL tests).
 //! - `db`: direct SQL for what no route writes (events recorded as the store records them), and
 //!   the clock in the store's milliseconds.
@@ -48,6 +49,7 @@ pub mod catalogue;
 pub mod client;
 pub mod console;
 pub mod db;
+pub mod fakes_sms;
 pub mod ledger;
 pub mod mail;
 pub mod payments;
