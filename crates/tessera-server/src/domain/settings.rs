@@ -261,6 +261,8 @@ struct PaymentsConfig {
     fee_percent: Option<rules::Number<0, 20>>,
     fee_fixed: Option<rules::Ghs>,
     fee_bearer: Option<rules::Bearer>,
+    /// Where a customer returns after paying when the checkout names no `callbackUrl` (D18.45).
+    callback_url: Option<rules::Url>,
     providers: Option<rules::Named<ProviderNames, ProviderConfig>>,
     channels: Option<rules::Named<ChannelNames, ChannelConfig>>,
 }
@@ -392,6 +394,8 @@ pub struct PaymentsSettings {
     pub fee_percent: Option<f64>,
     pub fee_fixed: Option<f64>,
     pub fee_bearer: Option<super::payments::FeeBearer>,
+    /// `callbackUrl`: the return address of a checkout that names none (D18.45).
+    pub callback_url: Option<String>,
 }
 
 /// An account's own credentials for one provider: the secret as stored (sealed) and an optional
@@ -448,6 +452,7 @@ impl PaymentsSettings {
             fee_percent: c.fee_percent.map(|n| n.0),
             fee_fixed: c.fee_fixed.and_then(|g| g.0),
             fee_bearer: c.fee_bearer.map(|b| b.0),
+            callback_url: url_text(&c.callback_url),
         }
     }
 

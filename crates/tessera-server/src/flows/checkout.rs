@@ -196,7 +196,9 @@ pub(crate) async fn prepare(
         email: order.email,
         phone: order.phone,
         full_name: order.full_name,
-        callback_url: order.callback_url,
+        // The checkout's own return address, else the account's (D18.45); else the provider's
+        // adapter sends the customer to `{http.public_url}/pay/done`.
+        callback_url: order.callback_url.or_else(|| settings.callback_url.clone()),
         description: order.description,
         campaign_id: order.campaign_id,
         ticket_type_id: order.ticket_type_id,

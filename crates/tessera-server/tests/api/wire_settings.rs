@@ -4,7 +4,9 @@
 use serde_json::{json, Value};
 use tessera_client::{Method, RawResponse};
 
+use crate::support::catalogue::{running_campaign, ticket_type};
 use crate::support::client::{assert_error, assert_invalid, raw, send_default};
+use crate::support::payments::{checkout_body, initialize, spawn_paid};
 use crate::support::server::{spawn, Backend, TestApp};
 
 const PAYMENTS: &str = "/api/white-label/v1/settings/payments";
@@ -123,7 +125,36 @@ async fn the_tokened_callback_path_refuses_what_it_cannot_authenticate(b: Backen
     assert_eq!(app.store.callback_count("tsrx0000000000000000000000000").await.expect("count"), 0);
 }
 
+/// D18.45: a checkout that names no return address sends the customer to the account's
+/// `payments.callbackUrl`; one that names its own keeps it.
+async fn a_checkout_without_a_callback_url_returns_to_the_accounts(b: Backend) {
+    let p = spawn_paid(b).await;
+    let r = patch(&p, json!({"callbackUrl": "not a url"})).await;
+    assert_invalid(&r, &["config.callbackUrl"]);
+    let home = format!("https://{}/paid", p.account.domain);
+    let r = patch(&p, json!({"callbackUrl": home})).await;
+    assert_eq!(r.status, 200, "{}", text(&r));
+    let c = running_campaign(&p, &p.account.private, "ticketing").await;
+    let t = ticket_type(&p, &p.account.private, &c, 10.0, 5).await;
+    let mut body = checkout_body(&p, &c, &t, 1);
+    let own = body["callbackUrl"].clone();
+    let named = initialize(&p, body.clone()).await;
+    assert_eq!(named.status, 200, "{}", text(&named));
+    body.as_object_mut().expect("object").remove("callbackUrl");
+    let unnamed = initialize(&p, body).await;
+    assert_eq!(unnamed.status, 200, "{}", text(&unnamed));
+    let charge = |r: &RawResponse| {
+        let reference = r.json()["data"]["reference"].as_str().expect("reference").to_string();
+        let url = format!("{}/sandbox/charges/{reference}", p.sandbox.base_url());
+        let http = p.http.clone();
+        async move { http.get(url).send().await.expect("sandbox").json::<Value>().await.expect("json") }
+    };
+    assert_eq!(charge(&named).await["callbackUrl"], own, "the checkout's own address wins");
+    assert_eq!(charge(&unnamed).await["callbackUrl"], json!(home), "else the account's");
+}
+
 on_both!(
+    a_checkout_without_a_callback_url_returns_to_the_accounts,
     the_wires_provider_members_are_validated_by_path,
     the_webhook_hash_and_the_callback_token_are_write_only,
     the_tokened_callback_path_refuses_what_it_cannot_authenticate,
