@@ -1,6 +1,6 @@
 //! Payment providers (D11.1): one trait, one adapter file per provider. `provider_a` speaks
-//! Paystack's API; `provider_b` and `provider_c` speak the gateway protocol of
-//! docs/providers.md and differ only in their callback signature (D6.1).
+//! Paystack's API; `provider_b` the gateway protocol of docs/providers.md; `provider_c` speaks
+//! Hubtel ([`hubtel`], D18.3).
 //!
 //! The list of providers is the one `providers!` table below: it makes [`ProviderId`], its
 //! names (the callback route's `:provider`, the settings' `defaultProvider` and `providers.<name>`,
@@ -13,9 +13,9 @@
 //! once per Tessera refund id, whatever the retries (the id is the refund's reference at the
 //! provider), and [`PaymentProvider::verify_refund`] polls it, as transfers are polled (D16.5).
 pub mod gateway;
+pub mod hubtel;
 pub mod provider_a;
 pub mod provider_b;
-pub mod provider_c;
 pub mod wire;
 
 use secrecy::SecretString;
@@ -75,12 +75,18 @@ macro_rules! providers {
 providers! {
     A => "provider_a", provider_a::ProviderA, ["x-paystack-signature"];
     B => "provider_b", provider_b::PROVIDER_B, [];
-    C => "provider_c", provider_c::PROVIDER_C, [];
+    C => "provider_c", hubtel::Hubtel, [];
 }
 
 impl ProviderId {
     pub fn parse(s: &str) -> Option<ProviderId> {
         ProviderId::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// Whether the provider can charge a handset without a page (USSD votes, D18.5): the
+    /// settings refuse one that cannot as `ussd.provider`.
+    pub fn can_push(self) -> bool {
+        adapter(self).can_push()
     }
 }
 
