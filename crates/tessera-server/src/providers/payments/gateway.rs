@@ -97,6 +97,12 @@ impl PaymentProvider for Gateway {
         ""
     }
 
+    /// provider_b (Flutterwave, D18.2) needs a page for mobile money: never a USSD vote's
+    /// provider (D18.5).
+    fn can_push(&self) -> bool {
+        self.0 != ProviderId::B
+    }
+
     async fn initialize(
         &self,
         http: &Outbound,

@@ -1,6 +1,6 @@
 //! Payment providers (D11.1): one trait, one adapter file per provider. `provider_a` speaks
-//! Paystack's API, `provider_b` Flutterwave's v3 API (D18.2) and `provider_c` the gateway
-//! protocol of docs/providers.md.
+//! Paystack's API, `provider_b` Flutterwave's v3 API (D18.2) and `provider_c` Hubtel
+//! ([`hubtel`], D18.3).
 //!
 //! The list of providers is the one `providers!` table below: it makes [`ProviderId`], its
 //! names (the callback route's `:provider`, the settings' `defaultProvider` and `providers.<name>`,
@@ -14,8 +14,8 @@
 //! provider), and [`PaymentProvider::verify_refund`] polls it, as transfers are polled (D16.5).
 pub mod flutterwave;
 pub mod gateway;
+pub mod hubtel;
 pub mod provider_a;
-pub mod provider_c;
 pub mod wire;
 
 use secrecy::SecretString;
@@ -75,12 +75,18 @@ macro_rules! providers {
 providers! {
     A => "provider_a", provider_a::ProviderA, ["x-paystack-signature"];
     B => "provider_b", flutterwave::Flutterwave, [];
-    C => "provider_c", provider_c::PROVIDER_C, [];
+    C => "provider_c", hubtel::Hubtel, [];
 }
 
 impl ProviderId {
     pub fn parse(s: &str) -> Option<ProviderId> {
         ProviderId::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// Whether the provider can charge a handset without a page (USSD votes, D18.5): the
+    /// settings refuse one that cannot as `ussd.provider`.
+    pub fn can_push(self) -> bool {
+        adapter(self).can_push()
     }
 }
 

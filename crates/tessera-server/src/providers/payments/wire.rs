@@ -1,4 +1,4 @@
-//! What every adapter's wire shares: one JSON call with the Bearer secret through
+//! What every adapter's wire shares: one JSON call with the Bearer secret (or Basic auth) through
 //! [`Outbound`] (D16.25), the mapping of transport failures and 5xx to
 //! [`ProviderError::Unreachable`], and constant-time callback signature checks (D6.1).
 use hmac::{Mac, SimpleHmac};
@@ -67,6 +67,13 @@ pub(super) fn e164_phone(msisdn: &str) -> String {
     }
 }
 
+/// How a call authenticates: the secret as a Bearer token (Paystack, Flutterwave, the gateway),
+/// or Basic `user:password` (Hubtel's `apiId:secretKey`).
+pub(super) enum Auth<'a> {
+    Bearer(&'a str),
+    Basic(&'a str, &'a str),
+}
+
 /// Sends `method {base}{path}` with the Bearer secret and an optional JSON body. Network errors,
 /// timeouts and 5xx are `Unreachable`; a guard refusal is `Blocked`.
 pub(super) async fn call(
@@ -77,11 +84,26 @@ pub(super) async fn call(
     body: Option<&Value>,
 ) -> ProviderResult<Answer> {
     let url = format!("{}{}", creds.base_url.trim_end_matches('/'), path);
-    let client = http.client_for(&url, creds.account_supplied).map_err(ProviderError::Blocked)?;
-    let mut req = client
-        .request(method, &url)
-        .bearer_auth(creds.secret_key.expose_secret())
-        .header(reqwest::header::ACCEPT, "application/json");
+    let auth = Auth::Bearer(creds.secret_key.expose_secret());
+    call_url(http, &url, creds.account_supplied, auth, method, body).await
+}
+
+/// Sends `method url` with `auth` and an optional JSON body (`account_supplied`: the URL goes
+/// through the private-address guard); errors as [`call`]'s.
+pub(super) async fn call_url(
+    http: &Outbound,
+    url: &str,
+    account_supplied: bool,
+    auth: Auth<'_>,
+    method: reqwest::Method,
+    body: Option<&Value>,
+) -> ProviderResult<Answer> {
+    let client = http.client_for(url, account_supplied).map_err(ProviderError::Blocked)?;
+    let req = client.request(method, url).header(reqwest::header::ACCEPT, "application/json");
+    let mut req = match auth {
+        Auth::Bearer(token) => req.bearer_auth(token),
+        Auth::Basic(user, password) => req.basic_auth(user, Some(password)),
+    };
     if let Some(b) = body {
         req = req.json(b);
     }
