@@ -33,7 +33,10 @@ pub async fn pay_done(Query(q): Query<PayDone>) -> impl IntoResponse {
     let (title, text) = if cancelled {
         ("Payment cancelled", "The payment was cancelled. Nothing was charged; you may close this page.")
     } else {
-        ("Payment received", "Your payment is being confirmed. You will receive a confirmation once it is; you may close this page.")
+        (
+            "Payment received",
+            "Your payment is being confirmed. You will receive a confirmation once it is; you may close this page.",
+        )
     };
     let reference_line =
         if reference.is_empty() { String::new() } else { format!("<p>Reference: <code>{reference}</code></p>") };
@@ -43,8 +46,5 @@ pub async fn pay_done(Query(q): Query<PayDone>) -> impl IntoResponse {
          style=\"font-family: sans-serif; max-width: 32rem; margin: 3rem auto; padding: 0 1rem\">\
          <h1>{title}</h1><p>{text}</p>{reference_line}</body></html>"
     );
-    (
-        [(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-store")],
-        page,
-    )
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-store")], page)
 }

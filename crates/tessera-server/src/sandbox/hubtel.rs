@@ -23,10 +23,12 @@
 //!   `POST /api/merchants/{prepaidDepositId}/send/bank/gh/{bankCode} {Amount, PrimaryCallbackURL,
 //!   Description, BankAccountNumber, BankAccountName, ClientReference}` → `ResponseCode: "0001"`
 //!   with `Data {TransactionId, ClientReference, Amount, …}`; status `GET /api/merchants/
-//!   {prepaidDepositId}/transactions/status?clientReference=` → `data.transactionStatus`
-//!   `pending|success|failed`; unknown → 404. Mobile money sent back to the paying number of a
+//!   {prepaidDepositId}/transactions/status?clientReference=` → `{ResponseCode: "0000", Data:
+//!   {TransactionStatus: pending|success|failed, TransactionId, ClientReference, Amount, …}}`;
+//!   unknown → 404. Mobile money sent back to the paying number of a
 //!   paid charge of the account, no more than is left of it, is a refund of that charge (the
-//!   control API's `/sandbox/refunds`); any other send is a transfer (`/sandbox/transfers`).
+//!   control API's `/sandbox/refunds`); any other send is a transfer (`/sandbox/transfers`). A
+//!   ClientReference the account used before answers that send as it stands.
 //!
 //! Callbacks go to the URL the request named (`callbackUrl`, `PrimaryCallbackURL`; loopback
 //! only) in Hubtel's shapes: the checkout's `{ResponseCode, Status, Data: {CheckoutId,
@@ -432,8 +434,16 @@ fn accepted(s: &Send) -> Response {
     .into_response()
 }
 
-fn taken(db: &Db, reference: &str) -> bool {
-    db.transfers.contains_key(reference) || db.refunds.contains_key(reference)
+/// The send a ClientReference already names: this account's is answered again as it stands
+/// (a repeated call sends nothing twice); another account's refuses the call.
+fn taken(db: &Db, secret: &str, reference: &str) -> Option<Response> {
+    let mine = |p: ProviderId, s: &str| p == ProviderId::C && s == secret;
+    match (db.transfers.get(reference), db.refunds.get(reference)) {
+        (Some(t), _) if mine(t.provider, &t.secret) => Some(accepted(&Send::of_transfer(t))),
+        (_, Some(r)) if mine(r.provider, &r.secret) => Some(accepted(&Send::of_refund(r))),
+        (None, None) => None,
+        _ => Some(invalid("ClientReference has been used")),
+    }
 }
 
 /// The paid mobile-money charge of `secret` whose payer is `msisdn` with at least `amount` left
@@ -473,8 +483,8 @@ async fn send_mobile_money(
         Err(r) => return *r,
     };
     let mut db = shared.db();
-    if taken(&db, &s.reference) {
-        return invalid("ClientReference has been used");
+    if let Some(answer) = taken(&db, &secret, &s.reference) {
+        return answer;
     }
     if let Some(charge) = refundable(&db, &secret, &number, s.amount, &s.description) {
         let ask = Ask {
@@ -514,8 +524,8 @@ async fn send_bank(
         Err(r) => return *r,
     };
     let mut db = shared.db();
-    if taken(&db, &s.reference) {
-        return invalid("ClientReference has been used");
+    if let Some(answer) = taken(&db, &secret, &s.reference) {
+        return answer;
     }
     let t = open_send(&mut db, secret, s);
     accepted(&Send::of_transfer(&t))
@@ -571,18 +581,18 @@ async fn send_status(
         Outcome::Success => "success",
         Outcome::Failed => "failed",
     };
+    // Send money's own casing (`ResponseCode`, `Data`, `ClientReference`), as its answers have.
     Json(json!({
-        "message": "Successful",
-        "responseCode": "0000",
-        "data": {
-            "date": date,
-            "transactionStatus": state,
-            "status": state,
-            "transactionId": s.code,
-            "clientReference": s.reference,
-            "amount": ghs(s.amount),
-            "charges": 0,
-            "reason": if s.status == Outcome::Failed { Value::from(s.failure_code()) } else { Value::Null },
+        "Message": "Successful",
+        "ResponseCode": "0000",
+        "Data": {
+            "Date": date,
+            "TransactionStatus": state,
+            "TransactionId": s.code,
+            "ClientReference": s.reference,
+            "Amount": ghs(s.amount),
+            "Charges": 0,
+            "Reason": if s.status == Outcome::Failed { Value::from(s.failure_code()) } else { Value::Null },
         },
     }))
     .into_response()

@@ -167,7 +167,16 @@ impl SandboxHandle {
         db.transfers.get(&db.transfer_key(reference)?).map(Transfer::record)
     }
 
-    /// A refund's record by Tessera's refund id, as `GET /sandbox/refunds/:id` shows it.
+    /// Every transfer's record of one provider, newest first.
+    pub fn transfers_of(&self, provider: &str) -> Vec<Value> {
+        let db = self.shared.db();
+        let mut all: Vec<&Transfer> = db.transfers.values().filter(|t| t.provider.as_str() == provider).collect();
+        all.sort_by_key(|t| std::cmp::Reverse(t.id));
+        all.into_iter().map(Transfer::record).collect()
+    }
+
+    /// A refund's record by Tessera's refund id (or the provider's id of it), as
+    /// `GET /sandbox/refunds/:id` shows it.
     pub fn refund(&self, id: &str) -> Option<Value> {
         let db = self.shared.db();
         db.refunds.get(&db.refund_key(id)?).map(refunds::Refund::record)
@@ -632,10 +641,7 @@ impl Db {
     /// provider's own id of it (Flutterwave's number).
     pub fn refund_key(&self, id: &str) -> Option<String> {
         aliases(id).into_iter().find(|k| self.refunds.contains_key(k)).or_else(|| {
-            self.refunds
-                .iter()
-                .find(|(_, r)| r.seq.to_string() == id && r.provider != ProviderId::A)
-                .map(|(k, _)| k.clone())
+            self.refunds.iter().find(|(_, r)| r.seq.to_string() == id || r.code == id).map(|(k, _)| k.clone())
         })
     }
 }
