@@ -1,12 +1,20 @@
-//! The sandbox (D11.3): an in-memory stand-in for every peer Tessera talks to, served on
+//! The sandbox (D11.3, D18.6): an in-memory stand-in for every peer Tessera talks to, served on
 //! loopback for demos, integration scripts and tests. It is a product, not a mock: it speaks the
-//! real wires (Paystack's API under `/provider_a`, the gateway protocol under `/provider_b` and
-//! `/provider_c`, the SMS gateway under `/sms`, SMTP on its own listener), serves a checkout page,
-//! signs its callbacks with the secret each charge was created with (D6.1), and has a control API
-//! under `/sandbox` to settle charges, transfers and refunds ([`refunds`]), cause outages and faults, and read what it
-//! received. It also plays the USSD gateways and the handset in front of Tessera (D17.23,
-//! [`ussd`]), and receives Tessera's own outbound webhooks in a verifying inbox (D17.26,
-//! [`inbox`]).
+//! real wires — Paystack's API under `/provider_a` ([`api`]), Flutterwave v3 under `/provider_b`
+//! ([`flutterwave`]), Hubtel under `/provider_c` ([`hubtel`]: its five hosts' paths under one
+//! base URL), the SMS gateway under `/sms`, SMTP on its own listener — serves a checkout page,
+//! signs its callbacks with the secret each charge was created with (D6.1's
+//! `x-<provider>-signature`: the sandbox knows no account's Flutterwave hash, D18.45), and has a
+//! control API under `/sandbox` to settle charges, transfers and refunds ([`refunds`]), cause
+//! outages and faults, and read what it received. It also plays the USSD gateways and the handset
+//! in front of Tessera (D17.23, [`ussd`]), and receives Tessera's own outbound webhooks in a
+//! verifying inbox (D17.26, [`inbox`]).
+//!
+//! One state serves every wire: charges, transfers and refunds are kept as each wire names them
+//! (Hubtel's references are letters and digits, D18.45), and the control API, the checkout page
+//! and the in-process handle find them by Tessera's reference too (`tsr_x…` ↔ `tsrx…`, a UUID ↔
+//! its 32 hex digits; a refund also by the provider's id of it, which is how a Flutterwave refund
+//! is known: its wire carries no id of Tessera's). Faults and outages apply to all three.
 //!
 //! It keeps nothing on disk and delivers callbacks to loopback addresses only: it is for demos
 //! and tests, never for money.
