@@ -46,6 +46,8 @@ fn charge<'a>(reference: &'a str, metadata: &'a Value, callback: Option<&'a str>
         description: None,
         callback_url: callback,
         metadata,
+        method: None,
+        network: None,
     }
 }
 
