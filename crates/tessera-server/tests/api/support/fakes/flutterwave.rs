@@ -15,6 +15,8 @@
 //! with a 500 or act and then never answer (the caller's timeout, a lost answer), answer the
 //! next call with a raw body, read the requests received; and post a webhook to Tessera signed
 //! with `verif-hash` or `flutterwave-signature`.
+// A refusal is the answer itself (axum's `Response`), returned as `Err` by the sync helpers.
+#![allow(clippy::result_large_err)]
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -574,7 +576,14 @@ async fn refund_by_id(
         Ok(d) => d,
         Err(r) => return r,
     };
-    let found = fake.inner.lock().expect("fake state").refunds.iter().find(|r| r["id"].to_string() == id).cloned();
+    let found = fake
+        .inner
+        .lock()
+        .expect("fake state")
+        .refunds
+        .iter()
+        .find(|r| r["id"].as_u64() == id.parse::<u64>().ok())
+        .cloned();
     match found {
         Some(r) => answer(drop, envelope("Refund fetched", r)).await,
         None => error(StatusCode::NOT_FOUND, "Refund not found"),
@@ -630,7 +639,14 @@ async fn transfer_by_id(
         Ok(d) => d,
         Err(r) => return r,
     };
-    let found = fake.inner.lock().expect("fake state").transfers.iter().find(|t| t["id"].to_string() == id).cloned();
+    let found = fake
+        .inner
+        .lock()
+        .expect("fake state")
+        .transfers
+        .iter()
+        .find(|t| t["id"].as_u64() == id.parse::<u64>().ok())
+        .cloned();
     match found {
         Some(t) => answer(drop, envelope("Transfer fetched", t)).await,
         None => error(StatusCode::NOT_FOUND, "Transfer not found"),
