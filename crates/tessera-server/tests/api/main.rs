@@ -50,4 +50,5 @@ mod ussd;
 mod voting;
 mod webhook_endpoints;
 mod webhooks_out;
+mod wire_flutterwave;
 mod withdrawals;

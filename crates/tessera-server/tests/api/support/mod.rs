@@ -48,6 +48,7 @@ pub mod catalogue;
 pub mod client;
 pub mod console;
 pub mod db;
+pub mod fakes;
 pub mod ledger;
 pub mod mail;
 pub mod payments;
