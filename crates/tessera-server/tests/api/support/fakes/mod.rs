@@ -1,0 +1,2 @@
+//! Fakes of the real providers, built from their own documentation (D18).
+pub mod hubtel;
