@@ -294,6 +294,15 @@ async fn wire_hubtel_withdrawals_go_to_wallets_and_banks_with_failure_codes(b: B
     let failed = show_as(&r, &payouts, &format!("{WITHDRAWALS}/{bank_id}")).await;
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(failed["failureReason"].as_str().is_some_and(|f| f.contains("4075")), "{failed}");
+    // Hubtel's 5000 with an HTTP 5xx is unreachable: retried, not failed.
+    r.hubtel.fail_sends(Some(("5000", 500)));
+    let w = post_idem_as(&r, &payouts, WITHDRAWALS, &bank).await;
+    assert_eq!(w.status, 201, "{}", w.json());
+    let later_id = w.json()["data"]["id"].as_str().expect("id").to_string();
+    drain(&r).await;
+    let later = show_as(&r, &payouts, &format!("{WITHDRAWALS}/{later_id}")).await;
+    assert!(matches!(later["status"].as_str(), Some("pending" | "processing")), "{later}");
+    assert_eq!(later["failureReason"], Value::Null, "{later}");
     r.hubtel.fail_sends(None);
     let l = ledger(&r).await;
     assert_eq!(ledger_kinds(&l, &bank_id).iter().map(|(_, a)| a).sum::<f64>(), 0.0, "the hold is released: {l}");
@@ -359,6 +368,52 @@ async fn wire_hubtel_ussd_refuses_a_provider_that_cannot_push(b: Backend) {
     let _: Value = r.api().patch(&format!("{V1}/settings/ussd"), &ok, StatusCode::OK).await;
 }
 
+/// A cancellation's refund of a card payment on Hubtel is recorded failed with why, never sent
+/// (D18.3); the mobile-money one beside it is sent back.
+async fn wire_hubtel_a_cancellation_records_a_card_refund_failed(b: Backend) {
+    let r = rig(b).await;
+    let c = running_campaign(&r, &r.account.private, "ticketing").await;
+    let t = ticket_type(&r, &r.account.private, &c, 15.0, 100).await;
+    let card = reference_of(&buy(&r, &c, &t, 1).await);
+    assert_eq!(pay(&r, &card, "card", "233241234567").await["status"], "success");
+    let momo = reference_of(&buy(&r, &c, &t, 1).await);
+    assert_eq!(pay(&r, &momo, "mobilemoney", "233551234567").await["status"], "success");
+    let a = send(&r, &r.account.private, Method::POST, &format!("{V1}/campaigns/{c}/cancel"),
+        Some(json!({"reason": "Venue flooded", "refund": true}))).await;
+    assert_eq!(a.status, 202, "{}", a.json());
+    drain(&r).await;
+    let refunds = |reference: String| {
+        let r = &r;
+        async move { show(r, &format!("{PAYMENTS}/{reference}/refunds")).await }
+    };
+    let card_refunds = refunds(card.clone()).await;
+    let items = card_refunds.as_array().expect("refunds");
+    assert_eq!(items.len(), 1, "{card_refunds}");
+    assert_eq!(items[0]["status"], "failed", "{card_refunds}");
+    assert!(items[0]["failureReason"].as_str().is_some_and(|w| w.contains("mobile money")), "{card_refunds}");
+    let momo_refunds = refunds(momo.clone()).await;
+    let id = momo_refunds[0]["id"].as_str().expect("id").to_string();
+    let sent = r.hubtel.sent(&id).expect("the mobile-money refund was sent");
+    assert_eq!(sent.body["RecipientMsisdn"], "233551234567");
+    let sends = r.hubtel.requests().iter().filter(|q| q.method == "POST" && q.path.contains("/send/")).count();
+    assert_eq!(sends, 1, "only the mobile-money payment was sent back");
+    assert_eq!(payment(&r, &card).await["refunded"], json!(0));
+    assert_ledger_clean(&r);
+}
+
+/// With no provider that can push configured, a USSD dial ends at once (D18.5, D18.45).
+async fn wire_hubtel_a_ussd_dial_without_a_push_provider_is_not_available(b: Backend) {
+    let r = rig(b).await;
+    let ussd_settings = json!({"config": {"enabled": true, "callbackToken": "ussd-token-hubtel-01",
+        "serviceCode": "*920*44#", "maxVotes": 50}});
+    let _: Value = r.api().patch(&format!("{V1}/settings/ussd"), &ussd_settings, StatusCode::OK).await;
+    let own = json!({"config": {"useSharedDefaults": false}});
+    let _: Value = r.api().patch(&format!("{V1}/settings/payments"), &own, StatusCode::OK).await;
+    let (screen, ended) = ussd(&r, &format!("s{}", uuid::Uuid::now_v7().simple()), true, "*920*44#", 1).await;
+    assert!(ended, "{screen}");
+    assert!(screen.contains("not available"), "{screen}");
+}
+
 async fn wire_hubtel_malformed_answers_fail_cleanly(b: Backend) {
     let r = rig(b).await;
     let reference = checkout(&r, 10.0).await;
@@ -392,4 +447,6 @@ on_both!(
     wire_hubtel_a_ussd_vote_is_pushed_and_counted,
     wire_hubtel_ussd_refuses_a_provider_that_cannot_push,
     wire_hubtel_malformed_answers_fail_cleanly,
+    wire_hubtel_a_cancellation_records_a_card_refund_failed,
+    wire_hubtel_a_ussd_dial_without_a_push_provider_is_not_available,
 );
