@@ -649,9 +649,11 @@ pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
                 broken.insert(at, ("fallbackProvider".into(), "must differ from defaultProvider".into()));
             }
             // The USSD channel's provider must push a prompt without a page (D18.5).
-            if let Some(why) = config.pointer("/channels/ussd/provider").and_then(Value::as_str).and_then(|p| {
-                PROVIDERS.contains(&p).then(|| rules::push_refusal(p)).flatten()
-            }) {
+            if let Some(why) = config
+                .pointer("/channels/ussd/provider")
+                .and_then(Value::as_str)
+                .and_then(|p| PROVIDERS.contains(&p).then(|| rules::push_refusal(p)).flatten())
+            {
                 broken.push(("channels.ussd.provider".into(), why));
             }
             broken

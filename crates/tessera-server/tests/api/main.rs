@@ -48,7 +48,7 @@ mod ticket_types;
 mod tickets;
 mod ussd;
 mod voting;
-mod wire_hubtel;
 mod webhook_endpoints;
 mod webhooks_out;
+mod wire_hubtel;
 mod withdrawals;

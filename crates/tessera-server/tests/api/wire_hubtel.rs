@@ -273,7 +273,10 @@ async fn wire_hubtel_withdrawals_go_to_wallets_and_banks_with_failure_codes(b: B
     drain(&r).await;
     let sent = r.hubtel.sent(&wallet_id).expect("sent to the wallet");
     assert!(sent.path.ends_with("/send/mobilemoney"), "{}", sent.path);
-    assert_eq!((sent.body["RecipientMsisdn"].clone(), sent.body["Channel"].clone()), (json!("233241234567"), json!("mtn-gh")));
+    assert_eq!(
+        (sent.body["RecipientMsisdn"].clone(), sent.body["Channel"].clone()),
+        (json!("233241234567"), json!("mtn-gh"))
+    );
     assert_eq!(sent.body["Amount"].to_string(), "50.25");
     r.hubtel.settle_send(&wallet_id, "success", "0000");
     assert_eq!(r.hubtel.send_callback(&wallet_id).await, 200);
@@ -341,7 +344,10 @@ async fn wire_hubtel_a_ussd_vote_is_pushed_and_counted(b: Backend) {
     let push = r.hubtel.requests().into_iter().find(|q| q.path.ends_with("/receive/mobilemoney")).expect("pushed");
     assert!(push.authorized);
     assert_eq!(push.path, format!("/merchantaccount/merchants/{POS_SALES_ID}/receive/mobilemoney"));
-    assert_eq!((push.body["CustomerMsisdn"].clone(), push.body["Channel"].clone()), (json!("233201234567"), json!("vodafone-gh")));
+    assert_eq!(
+        (push.body["CustomerMsisdn"].clone(), push.body["Channel"].clone()),
+        (json!("233201234567"), json!("vodafone-gh"))
+    );
     assert_eq!(push.body["Amount"], json!(4));
     let reference = crate::support::fakes::hubtel::tessera_ref(push.body["ClientReference"].as_str().expect("ref"));
     assert_eq!(payment(&r, &reference).await["status"], "pending");
@@ -358,7 +364,11 @@ async fn wire_hubtel_ussd_refuses_a_provider_that_cannot_push(b: Backend) {
     let r = rig(b).await;
     for (path, body, field) in [
         ("ussd", json!({"config": {"provider": "provider_b"}}), "config.provider"),
-        ("payments", json!({"config": {"channels": {"ussd": {"provider": "provider_b"}}}}), "config.channels.ussd.provider"),
+        (
+            "payments",
+            json!({"config": {"channels": {"ussd": {"provider": "provider_b"}}}}),
+            "config.channels.ussd.provider",
+        ),
     ] {
         let a = send(&r, &r.account.private, Method::PATCH, &format!("{V1}/settings/{path}"), Some(body)).await;
         let e = assert_error(&a, 400, "validation_failed");
@@ -378,8 +388,14 @@ async fn wire_hubtel_a_cancellation_records_a_card_refund_failed(b: Backend) {
     assert_eq!(pay(&r, &card, "card", "233241234567").await["status"], "success");
     let momo = reference_of(&buy(&r, &c, &t, 1).await);
     assert_eq!(pay(&r, &momo, "mobilemoney", "233551234567").await["status"], "success");
-    let a = send(&r, &r.account.private, Method::POST, &format!("{V1}/campaigns/{c}/cancel"),
-        Some(json!({"reason": "Venue flooded", "refund": true}))).await;
+    let a = send(
+        &r,
+        &r.account.private,
+        Method::POST,
+        &format!("{V1}/campaigns/{c}/cancel"),
+        Some(json!({"reason": "Venue flooded", "refund": true})),
+    )
+    .await;
     assert_eq!(a.status, 202, "{}", a.json());
     drain(&r).await;
     let refunds = |reference: String| {

@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::{PROVIDERS, SEALED};
 use crate::domain::check;
 use crate::domain::money;
-use crate::providers::payments::ProviderId;
 use crate::domain::payments::FeeBearer;
+use crate::providers::payments::ProviderId;
 
 fn value<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
     Value::deserialize(d)

@@ -89,7 +89,9 @@ fn host<'a>(creds: &'a Credentials, own: &'a str) -> &'a str {
 }
 
 fn need<'a>(v: &'a Option<String>, what: &str) -> ProviderResult<&'a str> {
-    v.as_deref().filter(|s| !s.trim().is_empty()).ok_or_else(|| ProviderError::Rejected(format!("no {what} configured")))
+    v.as_deref()
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| ProviderError::Rejected(format!("no {what} configured")))
 }
 
 /// The URL Hubtel calls back: Tessera's tokened callback path (D18.3).
@@ -344,7 +346,13 @@ fn momo_send_body(
 
 /// POSTs a send, once: the status is asked first, so a send whose answer was lost is adopted
 /// rather than made again (Hubtel refuses nothing by ClientReference that Tessera could rely on).
-async fn send_once(http: &Outbound, creds: &Credentials, path: &str, body: &Value, reference: &str) -> ProviderResult<Sent> {
+async fn send_once(
+    http: &Outbound,
+    creds: &Credentials,
+    path: &str,
+    body: &Value,
+    reference: &str,
+) -> ProviderResult<Sent> {
     match check_send(http, creds, reference).await {
         Ok(s) => return Ok(s),
         Err(ProviderError::NotFound) => {}
@@ -505,8 +513,15 @@ impl PaymentProvider for Hubtel {
         let (path, body) = match Network::from_gateway(req.bank_code) {
             Some(network) => {
                 let number = msisdn(req.account_number);
-                let body =
-                    momo_send_body(creds, &number, Some(req.account_name), network, req.amount, req.reason, req.reference)?;
+                let body = momo_send_body(
+                    creds,
+                    &number,
+                    Some(req.account_name),
+                    network,
+                    req.amount,
+                    req.reason,
+                    req.reference,
+                )?;
                 ("/send/mobilemoney".to_string(), body)
             }
             None => {
@@ -539,7 +554,13 @@ impl PaymentProvider for Hubtel {
     ) -> ProviderResult<TransferState> {
         let s = check_send(http, creds, reference).await?;
         let amount = s.amount.ok_or_else(|| wire::unreadable("Data.Amount"))?;
-        Ok(TransferState { reference: reference.to_string(), status: s.status, amount, currency: "GHS".into(), reason: s.reason })
+        Ok(TransferState {
+            reference: reference.to_string(),
+            status: s.status,
+            amount,
+            currency: "GHS".into(),
+            reason: s.reason,
+        })
     }
 
     /// Sends the money back to the paying number (D18.3); the status first, so a send whose
@@ -709,7 +730,10 @@ mod tests {
     fn send_codes_map_and_failures_name_the_code() {
         let pending = sent(&answer(200, json!({"ResponseCode": "0001", "Data": {"Amount": 0.8}}))).expect("sent");
         assert_eq!((pending.status, pending.amount), (RemoteStatus::Pending, Some(80)));
-        assert_eq!(sent(&answer(200, json!({"ResponseCode": "0000", "Data": {}}))).expect("ok").status, RemoteStatus::Success);
+        assert_eq!(
+            sent(&answer(200, json!({"ResponseCode": "0000", "Data": {}}))).expect("ok").status,
+            RemoteStatus::Success
+        );
         for c in ["2001", "3050", "4075", "5000"] {
             let s = sent(&answer(400, json!({"ResponseCode": c, "Data": {"Description": "no"}}))).expect("failed");
             assert_eq!(s.status, RemoteStatus::Failed);
@@ -725,7 +749,10 @@ mod tests {
     fn callbacks_name_their_reference_kind_and_payer() {
         let checkout = br#"{"ResponseCode":"0000","Status":"Success","Data":{"CheckoutId":"59e2","ClientReference":"tsrabc","Status":"Success","Amount":0.5,"CustomerPhoneNumber":"233242825109","PaymentDetails":{"MobileMoneyNumber":"233242825109","PaymentType":"mobilemoney","Channel":"mtn-gh"}}}"#;
         let c = read_callback(checkout).expect("callback");
-        assert_eq!((c.kind, c.reference.as_str(), c.payer.as_deref()), (CallbackKind::Charge, "tsr_abc", Some("233242825109")));
+        assert_eq!(
+            (c.kind, c.reference.as_str(), c.payer.as_deref()),
+            (CallbackKind::Charge, "tsr_abc", Some("233242825109"))
+        );
         assert_eq!(read_callback(checkout).expect("again").event_key(), c.event_key());
         let send = br#"{"ResponseCode":"4075","Data":{"ClientReference":"0190f6f27c3a7b1e8f000123456789ab","TransactionId":"08f8"}}"#;
         let s = read_callback(send).expect("send");

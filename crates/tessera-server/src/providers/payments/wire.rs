@@ -320,7 +320,7 @@ mod tests {
         assert_eq!(pesewas_at(&serde_json::json!({"amount": 150.5}), "amount"), Some(15050));
         assert_eq!(pesewas_at(&serde_json::json!({"amount": "20.00"}), "amount"), Some(2000));
         assert_eq!(pesewas_at(&serde_json::json!({"amount": true}), "amount"), None);
-        for pesewas in [1, 7, 10, 99, 15050, 123_456_789, 999_999_999_99] {
+        for pesewas in [1, 7, 10, 99, 15050, 123_456_789, 99_999_999_999] {
             assert_eq!(pesewas_of(&ghs(pesewas).to_string()), Some(pesewas), "{pesewas}");
         }
     }

@@ -131,7 +131,10 @@ impl FakeHubtel {
             return (StatusCode::UNAUTHORIZED, Json(json!({"message": "Unauthorized"}))).into_response();
         }
         if s.answer_500 {
-            return (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"ResponseCode": "5000", "Message": "Something went wrong"})))
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Json(json!({"ResponseCode": "5000", "Message": "Something went wrong"})),
+            )
                 .into_response();
         }
         s.seq += 1;
@@ -184,7 +187,11 @@ impl FakeHubtel {
                     && body["Amount"].is_number()
                     && body["PrimaryCallbackURL"].is_string();
                 if !ok {
-                    return (StatusCode::BAD_REQUEST, Json(json!({"ResponseCode": "4000", "Message": "Validation errors", "Data": null}))).into_response();
+                    return (
+                        StatusCode::BAD_REQUEST,
+                        Json(json!({"ResponseCode": "4000", "Message": "Validation errors", "Data": null})),
+                    )
+                        .into_response();
                 }
                 s.charges.insert(
                     reference.clone(),
@@ -220,7 +227,11 @@ impl FakeHubtel {
                 }
                 let reference = query_param(&query, "clientReference").unwrap_or_default();
                 let Some(c) = s.charges.get(&reference) else {
-                    return (StatusCode::NOT_FOUND, Json(json!({"message": "Transaction not found", "responseCode": "4000", "data": null}))).into_response();
+                    return (
+                        StatusCode::NOT_FOUND,
+                        Json(json!({"message": "Transaction not found", "responseCode": "4000", "data": null})),
+                    )
+                        .into_response();
                 };
                 Json(json!({
                     "message": "Successful",
@@ -248,10 +259,16 @@ impl FakeHubtel {
                 let ok = !reference.is_empty()
                     && body["Amount"].is_number()
                     && body["PrimaryCallbackURL"].is_string()
-                    && ((momo && body["RecipientMsisdn"].as_str().is_some_and(|m| m.starts_with("233")) && body["Channel"].is_string())
+                    && ((momo
+                        && body["RecipientMsisdn"].as_str().is_some_and(|m| m.starts_with("233"))
+                        && body["Channel"].is_string())
                         || (bank && body["BankAccountNumber"].is_string() && body["BankAccountName"].is_string()));
                 if !ok {
-                    return (StatusCode::BAD_REQUEST, Json(json!({"ResponseCode": "4000", "Data": {"Description": "Validation errors"}}))).into_response();
+                    return (
+                        StatusCode::BAD_REQUEST,
+                        Json(json!({"ResponseCode": "4000", "Data": {"Description": "Validation errors"}})),
+                    )
+                        .into_response();
                 }
                 let (status, code, http) = match s.fail_sends.clone() {
                     Some((code, http)) => ("failed".to_string(), code, http),
@@ -300,7 +317,8 @@ impl FakeHubtel {
             ("GET", ["api", "merchants", prepaid, "transactions", "status"]) if *prepaid == PREPAID_DEPOSIT_ID => {
                 let reference = query_param(&query, "clientReference").unwrap_or_default();
                 let Some(sent) = s.sends.get(&reference) else {
-                    return (StatusCode::NOT_FOUND, Json(json!({"ResponseCode": "4000", "Data": null}))).into_response();
+                    return (StatusCode::NOT_FOUND, Json(json!({"ResponseCode": "4000", "Data": null})))
+                        .into_response();
                 };
                 Json(json!({
                     "ResponseCode": "success",
