@@ -574,13 +574,13 @@ enum Duplicate {
 /// votes, once, however often the callback comes.
 async fn whole_flow(b: Backend, gw: Gw, provider: &str, duplicate: Duplicate) {
     let r = rig(b).await;
-    match provider {
-        // The ussd settings name the provider.
-        "provider_b" => {
-            set_ussd(&r, json!({"provider": "provider_b"})).await;
+    match (gw, provider) {
+        // The ussd settings name the provider (one that can push a prompt, D18.5).
+        (Gw::Hubtel, _) => {
+            set_ussd(&r, json!({"provider": provider})).await;
         }
         // None there: the payments defaultProvider.
-        "provider_c" => {
+        (_, "provider_c") => {
             let body = json!({"config": {"defaultProvider": "provider_c"}});
             let _: Value = r.api().patch("/api/white-label/v1/settings/payments", &body, StatusCode::OK).await;
         }
@@ -642,7 +642,7 @@ async fn a_vote_through_africastalking_is_charged_by_mobile_money_and_credited_o
 }
 
 async fn a_vote_through_hubtel_is_charged_through_the_ussd_provider_and_credited_once(b: Backend) {
-    whole_flow(b, Gw::Hubtel, "provider_b", Duplicate::Reposted).await;
+    whole_flow(b, Gw::Hubtel, "provider_c", Duplicate::Reposted).await;
 }
 
 async fn a_vote_through_nalo_is_credited_once_when_the_callback_comes_twice(b: Backend) {
