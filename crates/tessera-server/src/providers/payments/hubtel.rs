@@ -322,8 +322,7 @@ async fn check_send(http: &Outbound, creds: &Credentials, reference: &str) -> Pr
     send_state(&call(http, creds, &url, Method::GET, None).await?)
 }
 
-/// Sends money to a mobile-money wallet (a refund, a withdrawal).
-#[allow(clippy::too_many_arguments)]
+/// The body of a send to a mobile-money wallet (a refund, a withdrawal).
 fn momo_send_body(
     creds: &Credentials,
     number: &str,
