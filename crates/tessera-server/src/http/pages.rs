@@ -1,10 +1,12 @@
 //! Public pages outside the API envelope: `/pay/done`, where a customer lands back from a
 //! provider's checkout page when the payment named no return address (D18.45).
-use axum::extract::Query;
 use axum::http::header;
 use axum::response::IntoResponse;
 use serde::Deserialize;
 use utoipa::IntoParams;
+
+use crate::http::extract::ApiQuery;
+use crate::http::openapi::QueryErrors;
 
 /// The query of `/pay/done`.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -20,8 +22,9 @@ pub struct PayDone {
 /// key: it shows nothing but the reference it was given; the payment's state is the provider's
 /// callback's and status check's business (D18.1).
 #[utoipa::path(get, path = "/pay/done", operation_id = "pay_done", tag = "pages", params(PayDone),
-    responses((status = 200, description = "an HTML page: the payment is being confirmed, or was cancelled (`cancelled=1`)", content_type = "text/html")))]
-pub async fn pay_done(Query(q): Query<PayDone>) -> impl IntoResponse {
+    responses((status = 200, description = "an HTML page: the payment is being confirmed, or was cancelled (`cancelled=1`); \
+        other parameters a provider appends are ignored", content_type = "text/html"), QueryErrors))]
+pub async fn pay_done(ApiQuery(q): ApiQuery<PayDone>) -> impl IntoResponse {
     let reference: String = q
         .reference
         .unwrap_or_default()

@@ -51,4 +51,5 @@ mod voting;
 mod webhook_endpoints;
 mod webhooks_out;
 mod wire_flutterwave;
+mod wire_hubtel;
 mod withdrawals;

@@ -173,13 +173,13 @@ fn checkout_body(creds: &Credentials, req: &ChargeRequest<'_>) -> ProviderResult
     body.insert("merchantAccountNumber".into(), need(&creds.extra.pos_sales_id, "posSalesId")?.into());
     body.insert("clientReference".into(), to_hubtel(req.reference).into());
     if let Some(name) = req.name.filter(|n| !n.is_empty()) {
-        body.insert("payeeName".into(), name.into());
+        body.insert("PayeeName".into(), name.into());
     }
     if let Some(phone) = req.phone.filter(|p| !p.is_empty()) {
-        body.insert("payeeMobileNumber".into(), msisdn(phone).into());
+        body.insert("PayeeMobileNumber".into(), msisdn(phone).into());
     }
     if !req.email.is_empty() {
-        body.insert("payeeEmail".into(), req.email.into());
+        body.insert("PayeeEmail".into(), req.email.into());
     }
     Ok(Value::Object(body))
 }
@@ -322,8 +322,7 @@ async fn check_send(http: &Outbound, creds: &Credentials, reference: &str) -> Pr
     send_state(&call(http, creds, &url, Method::GET, None).await?)
 }
 
-/// Sends money to a mobile-money wallet (a refund, a withdrawal).
-#[allow(clippy::too_many_arguments)]
+/// The body of a send to a mobile-money wallet (a refund, a withdrawal).
 fn momo_send_body(
     creds: &Credentials,
     number: &str,
@@ -675,7 +674,7 @@ mod tests {
         assert_eq!(b["callbackUrl"], "https://t.example/api/white-label/webhooks/provider_c/tok");
         assert_eq!(b["returnUrl"], "https://t.example/pay/done?reference=tsr_abc");
         assert_eq!(b["cancellationUrl"], "https://t.example/pay/done?reference=tsr_abc&cancelled=1");
-        assert_eq!(b["payeeMobileNumber"], "233241234567");
+        assert_eq!(b["PayeeMobileNumber"], "233241234567");
         let shop = ChargeRequest { callback_url: Some("https://shop.example/back"), ..req };
         let b = checkout_body(&creds(), &shop).expect("body");
         assert_eq!(b["returnUrl"], "https://shop.example/back");

@@ -13,6 +13,7 @@
 //! - `mail`: mail to the sandbox's SMTP sink and the passcodes it carries.
 //! - `tickets`, `portal`, `console`: issued tickets, the reseller portal, the console browser.
 //! - `process`: `tessera serve` as a real process (the SIGKILL tests).
+//! - `fakes`: providers' real wires faked from their documentation (`fakes::hubtel`).
 //! - `db`: direct SQL for what no route writes (events recorded as the store records them), and
 //!   the clock in the store's milliseconds.
 #![allow(dead_code)]
