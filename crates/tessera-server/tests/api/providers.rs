@@ -76,8 +76,6 @@ fn charge<'a>(reference: &'a str, metadata: &'a Value, callback: Option<&'a str>
         method: None,
         network: None,
         metadata,
-        method: None,
-        network: None,
     }
 }
 
