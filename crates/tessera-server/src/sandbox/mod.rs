@@ -597,6 +597,23 @@ impl Transfer {
     }
 }
 
+impl refunds::Refund {
+    /// The callback of a settled refund in its wire, naming the refunded charge (here, beside
+    /// the charge's and the transfer's, so that the wires need not import each other).
+    pub fn callback(&self) -> Callback {
+        let failed = self.status == Outcome::Failed;
+        let body = match self.provider {
+            ProviderId::A => {
+                let event = if failed { "refund.failed" } else { "refund.processed" };
+                json!({"event": event, "data": self.paystack()})
+            }
+            ProviderId::B => flutterwave::refund_callback(self),
+            ProviderId::C => hubtel::send_callback(&hubtel::Send::of_refund(self)),
+        };
+        Callback::new(self.provider, &self.secret, body, &self.id, self.notify_url.clone())
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct Db {
     pub charges: HashMap<String, Charge>,

@@ -34,7 +34,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::api::{object, pesewas, ps_error, ps_guard, ps_ok, text};
-use super::{flutterwave, gateway_error, hubtel, now_rfc3339, tessera_form, Callback, Db, Outcome, Shared};
+use super::{gateway_error, now_rfc3339, tessera_form, Db, Outcome, Shared};
 use crate::providers::payments::ProviderId;
 
 #[derive(Debug, Clone)]
@@ -105,7 +105,7 @@ impl Refund {
         }
     }
 
-    fn paystack(&self) -> Value {
+    pub(super) fn paystack(&self) -> Value {
         json!({
             "id": self.seq,
             "domain": "test",
@@ -121,20 +121,6 @@ impl Refund {
             "refunded_at": self.completed_at,
             "createdAt": self.created_at,
         })
-    }
-
-    /// The callback of a settled refund in its wire, naming the refunded charge.
-    pub fn callback(&self) -> Callback {
-        let failed = self.status == Outcome::Failed;
-        let body = match self.provider {
-            ProviderId::A => {
-                let event = if failed { "refund.failed" } else { "refund.processed" };
-                json!({"event": event, "data": self.paystack()})
-            }
-            ProviderId::B => flutterwave::refund_callback(self),
-            ProviderId::C => hubtel::send_callback(&hubtel::Send::of_refund(self)),
-        };
-        Callback::new(self.provider, &self.secret, body, &self.id, self.notify_url.clone())
     }
 }
 
