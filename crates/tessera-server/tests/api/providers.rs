@@ -919,6 +919,67 @@ async fn a_callback_to_a_dead_notify_url_is_retried_three_more_times_and_recorde
 }
 
 #[tokio::test]
+async fn mobile_money_on_the_real_wires_flutterwave_by_page_and_hubtel_by_prompt() {
+    let sb = start_sandbox().await;
+    let http = outbound();
+    // Flutterwave's Ghana mobile money needs a page (D18.2): the redirect is the checkout page.
+    let (c, a) = (creds(&sb, ProviderId::B, "sk_fw"), adapter(ProviderId::B));
+    let r = reference("fwmomo");
+    let req =
+        ChargeRequest { method: Some("mobile_money"), phone: Some("0241234567"), ..charge(&r, &Value::Null, None) };
+    let init = a.initialize(&http, &c, &req).await.expect("initialize");
+    assert_eq!(init.authorization_url, format!("{}/checkout/{r}", sb.base_url()));
+    let rec = sb.charge(&r).expect("record");
+    assert_eq!(
+        (rec["channel"].as_str(), rec["network"].as_str(), rec["phone"].as_str()),
+        (Some("mobile_money"), Some("mtn"), Some("233241234567"))
+    );
+    control(&sb, &format!("/sandbox/charges/{r}/succeed"), json!({"deliver": false})).await;
+    let state = a.verify_charge(&http, &c, &r).await.expect("verify");
+    assert_eq!((state.status, state.method.as_deref()), (RemoteStatus::Success, Some("mobile_money")));
+    assert!(!a.can_push(), "USSD votes never route to Flutterwave (D18.5)");
+
+    // Hubtel's receive money: the prompt waits on the handset; a repeat is counted, not refused.
+    let (c, a) = (creds(&sb, ProviderId::C, "sk_hub"), adapter(ProviderId::C));
+    let r = reference("hubmomo");
+    let meta = json!({"channel": "ussd"});
+    let req = tessera_server::providers::payments::MobileMoneyCharge {
+        reference: &r,
+        amount: 875,
+        currency: "GHS",
+        email: "233241234567@ussd.invalid",
+        msisdn: "233241234567",
+        network: "vod",
+        name: Some("Ama"),
+        description: Some("4 votes"),
+        metadata: &meta,
+    };
+    assert_eq!(a.charge_mobile_money(&http, &c, &req).await, Ok(()));
+    assert_eq!(a.charge_mobile_money(&http, &c, &req).await, Ok(()));
+    let rec = sb.charge(&r).expect("record");
+    assert_eq!(
+        (rec["prompts"].as_i64(), rec["network"].as_str(), rec["status"].as_str()),
+        (Some(2), Some("vod"), Some("pending"))
+    );
+    assert_eq!(sb.charges_for_phone("241234567").len(), 2);
+    assert_eq!(a.verify_charge(&http, &c, &r).await.expect("verify").status, RemoteStatus::Pending);
+    control(&sb, &format!("/sandbox/charges/{r}/succeed"), json!({"deliver": false})).await;
+    let state = a.verify_charge(&http, &c, &r).await.expect("verify");
+    assert_eq!(
+        (state.status, state.amount, state.method.as_deref()),
+        (RemoteStatus::Success, 875, Some("mobile_money"))
+    );
+
+    // A bank payout at Hubtel is a send to the bank code, a transfer at the sandbox.
+    let w = new_id();
+    let bank = TransferRequest { bank_code: "300315", account_number: "1441000999", bank_name: "GCB", ..transfer(&w) };
+    let state = a.create_transfer(&http, &c, &bank).await.expect("transfer");
+    assert_eq!((state.status, state.amount), (RemoteStatus::Pending, 5000));
+    let rec = sb.transfer(&w).expect("record");
+    assert_eq!((rec["recipient"]["BankCode"].as_str(), rec["reference"].as_str()), (Some("300315"), Some(w.as_str())));
+}
+
+#[tokio::test]
 async fn sms_and_smtp_messages_sent_to_the_sandbox_are_listed() {
     use lettre::message::MultiPart;
     use lettre::transport::smtp::authentication::Credentials as SmtpCredentials;
