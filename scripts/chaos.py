@@ -264,7 +264,14 @@ class Driver:
             "workers": {"poll_ms": 100, "lease_seconds": 2},
             "providers": {p: {"base_url": f"{self.sandbox}/{p}", "secret_key": f"sk_test_platform_{p}"}
                           for p in PROVIDERS},
+            # Hubtel calls back to the server's own address (D18.45).
+            "http": {"public_url": self.base},
         }
+        # Each real wire's extras (D18.2–3): Flutterwave's webhook hash, Hubtel's ids and token.
+        chaos["providers"]["provider_b"]["webhook_hash"] = "chaos-flutterwave-hash"
+        chaos["providers"]["provider_c"].update({"api_id": "chaos-api-id", "pos_sales_id": "2017001",
+                                                 "prepaid_deposit_id": "2017002",
+                                                 "callback_token": "chaos-hubtel-token"})
         if self.instances:
             # The deployment's own file (docs/deployment.md), with the chaos settings on top.
             with open(DEPLOY_CONFIG, "rb") as f:
@@ -473,6 +480,13 @@ class Driver:
             self.payments[ref]["settled"] = outcome
             self.count(f"charge_{outcome}")
 
+    def op_route(self):
+        """Routes the account's next purchases and payouts to one of the three wires (Paystack,
+        Flutterwave, Hubtel: D18.2–3)."""
+        prov = self.rng.choice(PROVIDERS)
+        status, _ = self.signed("PATCH", V1 + "/settings/payments", {"config": {"defaultProvider": prov}})
+        self.count(f"route_{prov}_{status}")
+
     def op_replay_webhook(self):
         with self.lock:
             cands = [(r, p) for r, p in self.payments.items() if p["settled"] == "succeed" and p["provider"]]
@@ -480,8 +494,17 @@ class Driver:
             return
         ref, p = self.rng.choice(cands)
         prov = p["provider"]
-        body = json.dumps({"event": "charge.success", "data": {"id": f"replay_{ref}", "reference": ref,
-                                                               "status": "success"}}).encode()
+        # A charge callback in the provider's own wire, signed with D6.1's HMAC (D18.45).
+        data = {
+            "provider_a": {"event": "charge.success", "data": {"id": f"replay_{ref}", "reference": ref,
+                                                               "status": "success"}},
+            "provider_b": {"event": "charge.completed", "data": {"id": f"replay_{ref}", "tx_ref": ref,
+                                                                 "status": "successful"}},
+            "provider_c": {"ResponseCode": "0000", "Status": "Success",
+                           "Data": {"CheckoutId": "replay", "ClientReference": ref.replace("_", ""),
+                                    "Status": "Success"}},
+        }[prov]
+        body = json.dumps(data).encode()
         digest = hashlib.sha512 if prov == "provider_a" else hashlib.sha256
         sig = hmac.new(f"sk_test_platform_{prov}".encode(), body, digest).hexdigest()
         status, _ = http("POST", f"{self.base}/api/white-label/webhooks/{prov}", body, {f"x-{prov}-signature": sig})
@@ -601,11 +624,26 @@ class Driver:
         outcome = "fail" if self.rng.random() < 0.2 else "succeed"
         # 404 until the refund worker has filed it at the provider.
         status, _ = http("POST", f"{self.sandbox}/sandbox/refunds/{r['id']}/{outcome}", {})
+        if status == 404:
+            # Flutterwave's wire carries no id of Tessera's: settle a pending refund of this
+            # payment there by its own id.
+            pid = self.flutterwave_pending(r["reference"])
+            if pid:
+                status, _ = http("POST", f"{self.sandbox}/sandbox/refunds/{pid}/{outcome}", {})
         if status == 200:
             r["settled"] = True
             self.count(f"refund_{outcome}")
         else:
             self.count(f"refund_settle_{status}")
+
+    def flutterwave_pending(self, reference=None):
+        """The sandbox ids of pending Flutterwave refunds (of one payment, or all): the first,
+        or the list when no payment is named."""
+        status, v = http("GET", f"{self.sandbox}/sandbox/refunds")
+        rows = [r for r in (v if isinstance(v, list) else []) if r.get("provider") == "provider_b"
+                and r.get("status") == "pending" and (reference is None or r.get("transaction") == reference)]
+        ids = [str(r["providerId"]) for r in rows]
+        return ids if reference is None else (ids[0] if ids else None)
 
     def op_cancel(self, cid=None):
         """Cancels a campaign, with refunds two times in three; a cancel without an answer is sent
@@ -640,7 +678,7 @@ class Driver:
             (10, lambda: self.op_buy("free_type")), (20, self.op_settle), (5, self.op_replay_webhook),
             (6, self.op_paid_tickets), (12, self.op_checkin), (4, self.op_withdraw), (3, self.op_withdraw_retry),
             (4, self.op_settle_transfer), (5, self.op_refund), (2, self.op_refund_retry), (5, self.op_settle_refund),
-            (1, self.op_cancel), (1, self.op_cancel_retry),
+            (1, self.op_cancel), (1, self.op_cancel_retry), (2, self.op_route),
         ]
         ops += [(5, lambda op=op: op(self)) for op in PORTAL_OPS]
         return ops
@@ -796,6 +834,8 @@ class Driver:
                 if r["status"] == "pending":
                     # 404 while the worker has yet to file it; the next round settles it.
                     http("POST", f"{self.sandbox}/sandbox/refunds/{rid}/succeed", {})
+            for pid in self.flutterwave_pending():
+                http("POST", f"{self.sandbox}/sandbox/refunds/{pid}/succeed", {})
             open_p = [r for r, p in server_payments.items() if p["status"] == "pending"]
             open_w = [i for i, w in server_withdrawals.items() if w["status"] in ("pending", "processing")]
             open_r = [i for i, r in server_refunds.items() if r["status"] == "pending"]
@@ -856,6 +896,24 @@ class Driver:
         self.last_refunds = out
         return out
 
+    def by_tessera_id(self, theirs, mine, server_payments, unsent):
+        """The sandbox's refunds by Tessera's refund id. Flutterwave's wire carries no id of
+        Tessera's (D18.2): its refunds are matched one for one by payment and amount, in order."""
+        out = {r["id"]: r for r in theirs if r.get("provider") != "provider_b"}
+        pool = {}
+        for r in sorted((r for r in theirs if r.get("provider") == "provider_b"), key=lambda r: r["createdAt"]):
+            pool.setdefault((r["transaction"], r["amount"]), []).append(r)
+        for rid, r in sorted(mine.items(), key=lambda kv: kv[1].get("createdAt") or ""):
+            if rid in unsent or (server_payments.get(r["reference"]) or {}).get("provider") != "provider_b":
+                continue
+            found = pool.get((r["reference"], round(float(r["amount"]) * 100))) or []
+            if found:
+                out[rid] = found.pop(0)
+        for rest in pool.values():
+            for r in rest:
+                out[r["id"]] = r
+        return out
+
     def check_refunds(self, server_payments):
         """Issue 26's acceptance: the sandbox's refunds match Tessera's one for one, nothing over
         what was paid, no ticket both admitted and refunded, cancellations filed their refunds."""
@@ -864,11 +922,12 @@ class Driver:
         acked_keys = sum(1 for r in self.refunds.values() if r["id"])
         status, v = http("GET", f"{self.sandbox}/sandbox/refunds")
         theirs = v if isinstance(v, list) else (v or {}).get("data") or []
-        theirs = {r["id"]: r for r in theirs}
         # A cancellation's refund the balance did not cover is recorded failed and never sent to
-        # the provider (D17.37): it is Tessera's alone. Every other refund is at the sandbox.
+        # the provider (D17.37), as is one Hubtel cannot make (a card payment, no known payer:
+        # D18.3): it is Tessera's alone. Every other refund is at the sandbox.
         unsent = {rid for rid, r in mine.items() if r["status"] == "failed"
-                  and (r.get("failureReason") or "").startswith("the available balance")}
+                  and (r.get("failureReason") or "").startswith(("the available balance", "Hubtel refunds"))}
+        theirs = self.by_tessera_id(theirs, mine, server_payments, unsent)
         checks += 1
         if len(theirs) != len(mine) - len(unsent):
             self.fail(f"{len(theirs)} refunds at the sandbox for {len(mine)} in Tessera ({len(unsent)} never sent)")
@@ -945,7 +1004,16 @@ class Driver:
             req = counts.get("requested", -1)
             if not 0 <= req <= n or counts.get("succeeded", 0) + counts.get("failed", 0) > req:
                 self.fail(f"campaign {cid}: refunds {counts} but {n} refunds of its purchases")
-        self.refund_summary = {"tessera": len(mine), "sandbox": len(theirs), "acknowledged": acked_keys,
+        by_provider = {}
+        for ref, p in server_payments.items():
+            k = by_provider.setdefault(p.get("provider") or "none", {"payments": 0, "paid": 0, "refunds": 0})
+            k["payments"] += 1
+            k["paid"] += p["status"] == "success"
+        for r in mine.values():
+            prov = (server_payments.get(r["reference"]) or {}).get("provider") or "none"
+            by_provider.setdefault(prov, {"payments": 0, "paid": 0, "refunds": 0})["refunds"] += 1
+        self.refund_summary = {"by_provider": by_provider,
+                               "tessera": len(mine), "sandbox": len(theirs), "acknowledged": acked_keys,
                                "succeeded": sum(1 for r in mine.values() if r["status"] == "succeeded"),
                                "failed": sum(1 for r in mine.values() if r["status"] == "failed"),
                                "cancellations": len(self.cancels), "refused_for_balance": len(unsent),

@@ -61,8 +61,16 @@ pub fn banner(keys: &Value, base_url: &str, exe: &str) -> String {
 /// The demo account's settings that point at a sandbox serving at `sandbox_base`
 /// (`http://127.0.0.1:8090`) with its SMTP sink on `smtp` (host, port).
 pub fn sandbox_settings(sandbox_base: &str, smtp: (&str, u16)) -> [(&'static str, Value); 2] {
-    let provider =
-        |name: &str| json!({"baseUrl": format!("{sandbox_base}/{name}"), "secretKey": format!("sk_demo_{name}")});
+    let mut providers = serde_json::Map::new();
+    for p in crate::providers::payments::ProviderId::ALL {
+        let mut own = json!({"baseUrl": format!("{sandbox_base}/{}", p.as_str())});
+        if let (Some(o), Value::Object(wire)) = (own.as_object_mut(), sandbox_credentials(p.as_str())) {
+            for (k, v) in wire {
+                o.insert(k, v);
+            }
+        }
+        providers.insert(p.as_str().to_string(), own);
+    }
     [
         (
             "payments",
@@ -70,11 +78,7 @@ pub fn sandbox_settings(sandbox_base: &str, smtp: (&str, u16)) -> [(&'static str
                 "useSharedDefaults": false,
                 "defaultProvider": "provider_a",
                 "fallbackProvider": "provider_b",
-                "providers": {
-                    "provider_a": provider("provider_a"),
-                    "provider_b": provider("provider_b"),
-                    "provider_c": provider("provider_c"),
-                },
+                "providers": providers,
             }),
         ),
         (
@@ -85,6 +89,24 @@ pub fn sandbox_settings(sandbox_base: &str, smtp: (&str, u16)) -> [(&'static str
             }),
         ),
     ]
+}
+
+/// What each provider's wire needs beyond a base URL, with the sandbox's demo values (D18.2–3,
+/// D18.45): Paystack a secret key; Flutterwave its secret key and webhook hash; Hubtel its API
+/// id and key, POS sales and prepaid deposit accounts and the callback token of its tokened
+/// callback path. The sandbox takes any of them (it signs its callbacks with the secret key).
+pub fn sandbox_credentials(provider: &str) -> Value {
+    match provider {
+        "provider_b" => json!({"secretKey": "FLWSECK_TEST-sandboxdemo-X", "webhookHash": "demo-flutterwave-hash"}),
+        "provider_c" => json!({
+            "secretKey": "sk_demo_provider_c",
+            "apiId": "demo-api-id",
+            "posSalesId": "2017001",
+            "prepaidDepositId": "2017002",
+            "callbackToken": "demo-hubtel-callback-token",
+        }),
+        other => json!({"secretKey": format!("sk_demo_{other}")}),
+    }
 }
 
 /// Points the demo account at the sandbox: merges [`sandbox_settings`] into its settings,

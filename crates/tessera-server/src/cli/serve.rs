@@ -2,6 +2,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use secrecy::{ExposeSecret, SecretString};
+
 use super::{demo, println};
 use crate::app::{shutdown_signal, Application};
 use crate::config::Config;
@@ -21,6 +23,7 @@ pub async fn serve(mut cfg: Config, demo_sandbox: Option<SocketAddr>) -> anyhow:
             cfg.security.allow_private_endpoints = true;
             let smtp: SocketAddr = DEMO_SMTP.parse()?;
             let sandbox = Sandbox::start(SandboxOptions { listen, smtp_listen: Some(smtp), notify_url: None }).await?;
+            demo_platform(&mut cfg, sandbox.base_url());
             // Its mail goes over STARTTLS to the sink, whose CA the demo trusts (D17.7, D17.44).
             let ca = sandbox.write_ca_pem(cfg.data_dir())?;
             if cfg.security.extra_ca_file.is_empty() {
@@ -60,6 +63,38 @@ pub async fn serve(mut cfg: Config, demo_sandbox: Option<SocketAddr>) -> anyhow:
     served
 }
 
+/// The demo's platform settings (D18.45): Hubtel calls back to the server's own address
+/// (`http.public_url`, unless set), and the platform's shared Flutterwave and Hubtel credentials
+/// are the sandbox's (as the demo account's own are), so a callback authenticates either way.
+fn demo_platform(cfg: &mut Config, sandbox: &str) {
+    if cfg.http.public_url.trim().is_empty() {
+        let host = if cfg.listen.ip().is_unspecified() { "127.0.0.1".to_string() } else { cfg.listen.ip().to_string() };
+        if cfg.listen.port() == 0 {
+            tracing::warn!(
+                "the demo listens on port 0: set http.public_url (TESSERA_PUBLIC_URL) for provider_c's callbacks"
+            );
+        } else {
+            cfg.http.public_url = format!("http://{host}:{}", cfg.listen.port());
+        }
+    }
+    for name in ["provider_b", "provider_c"] {
+        let wire = demo::sandbox_credentials(name);
+        let text = |k: &str| wire[k].as_str().unwrap_or_default().to_string();
+        if let Some(p) = cfg.providers.get_mut(name) {
+            if !p.secret_key.expose_secret().is_empty() {
+                continue;
+            }
+            p.base_url = format!("{sandbox}/{name}");
+            p.secret_key = SecretString::from(text("secretKey"));
+            p.webhook_hash = SecretString::from(text("webhookHash"));
+            p.api_id = text("apiId");
+            p.pos_sales_id = text("posSalesId");
+            p.prepaid_deposit_id = text("prepaidDepositId");
+            p.callback_token = SecretString::from(text("callbackToken"));
+        }
+    }
+}
+
 /// Runs the sandbox alone until a shutdown signal; its SMTP sink's CA goes to
 /// `<data_dir>/sandbox-ca.pem`.
 pub async fn sandbox(opts: SandboxOptions, data_dir: &std::path::Path) -> anyhow::Result<()> {
@@ -68,7 +103,7 @@ pub async fn sandbox(opts: SandboxOptions, data_dir: &std::path::Path) -> anyhow
     let ca = sandbox.write_ca_pem(data_dir)?;
     println!(
         "Tessera sandbox on {base} (in memory; for demos and tests, it moves no money)\n  \
-         provider APIs: {base}/provider_a (Paystack's API), {base}/provider_b, {base}/provider_c (gateway protocol)\n  \
+         provider APIs: {base}/provider_a (Paystack's API), {base}/provider_b (Flutterwave v3), {base}/provider_c (Hubtel)\n  \
          SMS gateway: {base}/sms/messages   SMTP sink: {smtp} (STARTTLS; trust {ca} with TESSERA_EXTRA_CA_FILE)\n  \
          webhook inbox (Standard Webhooks, verifying): {base}/sandbox/webhooks/inbox (secrets: POST {base}/sandbox/webhooks/inbox/secrets)\n  \
          control API: {base}/sandbox/…  (docs/providers.md)",

@@ -349,7 +349,7 @@ struct UssdConfig {
     callback_token: Option<rules::CallbackToken>,
     service_code: Option<rules::ServiceCode>,
     campaign_id: Option<rules::Text<64>>,
-    provider: Option<rules::Provider>,
+    provider: Option<rules::PushProvider>,
     max_votes: Option<rules::Whole<1, 1_000_000>>,
 }
 
@@ -684,6 +684,14 @@ pub fn validate(category: &str, config: &Value) -> Result<(), DomainError> {
                 let last = rank("payoutProvider");
                 let at = broken.iter().take_while(|(path, _)| rank(path) <= last).count();
                 broken.insert(at, ("fallbackProvider".into(), "must differ from defaultProvider".into()));
+            }
+            // The USSD channel's provider must push a prompt without a page (D18.5).
+            if let Some(why) = config
+                .pointer("/channels/ussd/provider")
+                .and_then(Value::as_str)
+                .and_then(|p| PROVIDERS.contains(&p).then(|| rules::push_refusal(p)).flatten())
+            {
+                broken.push(("channels.ussd.provider".into(), why));
             }
             broken
         }

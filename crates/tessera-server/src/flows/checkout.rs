@@ -262,6 +262,10 @@ async fn charge(
         description: t.description.as_deref(),
         callback_url: t.callback_url.as_deref(),
         metadata: &t.metadata,
+        // D18.2: a web checkout may ask for mobile money (`metadata.paymentMethod`), which
+        // Flutterwave charges through its own mobile-money page.
+        method: t.metadata.get("paymentMethod").and_then(serde_json::Value::as_str),
+        network: t.metadata.get("network").and_then(serde_json::Value::as_str),
     };
     let mut last_error = None;
     for route in candidates {

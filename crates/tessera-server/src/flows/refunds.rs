@@ -138,6 +138,14 @@ fn insufficient(available: i64, amount: i64) -> DomainError {
     }
 }
 
+/// Why the payment's provider cannot refund it (D18.3: Hubtel sends mobile money back to the
+/// payer, so a card payment or one of an unknown payer cannot be): 409 `refund_not_supported`.
+fn unsupported(t: &Transaction) -> Option<DomainError> {
+    let provider = ProviderId::parse(t.provider.as_deref()?)?;
+    let why = adapter(provider).refund_refusal(&t.facts())?;
+    Some(DomainError::Refused { status: 409, code: "refund_not_supported", message: why })
+}
+
 /// Writes a planned refund and its effects in `tx`, in this order: the balance checked
 /// (`balance`: what is available when the caller already knows it under the account's lock; a
 /// cancellation's batch reads it once instead of summing the ledger per payment), the claim on
@@ -163,6 +171,9 @@ async fn file(
             .into())
         }
     };
+    if let Some(refused) = unsupported(t) {
+        return Err(refused.into());
+    }
     let available = match balance {
         Some(b) => b,
         None => refunds::available(tx, &t.account_id, now).await?,
@@ -494,6 +505,11 @@ async fn file_cancel_batch(state: &AppState, campaign_id: &str, limit: i64) -> S
             votes: (paid.quantity - paid.votes_refunded).max(0) * i64::from(paid.kind == TransactionType::Vote),
         };
         let id = crate::domain::new_id();
+        // A payment its provider cannot refund keeps a failed refund saying why (D18.3).
+        if let Some(refused) = unsupported(&t) {
+            refunds::insert_failed(&mut tx, &id, &t, plan.amount, &filing.reason, &refused.to_string(), now).await?;
+            continue;
+        }
         if balance < plan.amount {
             let why = format!("{}", insufficient(balance, plan.amount));
             refunds::insert_failed(&mut tx, &id, &t, plan.amount, &filing.reason, &why, now).await?;

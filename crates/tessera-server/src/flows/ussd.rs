@@ -253,6 +253,13 @@ impl Turn<'_> {
             created_at: now,
             updated_at: now,
         };
+        // No provider that can push a prompt: nothing to vote with (D18.5, D18.45).
+        if !self.can_charge().await? {
+            session.step = Step::Ended;
+            session.ended = true;
+            session.screen = screen::not_available();
+            return Ok((session, Vec::new()));
+        }
         // A caller who dialled straight through to a vote wants a new one; otherwise a pending
         // vote of this phone is offered first (D17.22).
         let since = now - ussd::PENDING_WINDOW_MS;
@@ -270,6 +277,16 @@ impl Turn<'_> {
             None => session.screen = screen::ask_code(&self.title().await),
         }
         Ok((session, inputs))
+    }
+
+    /// Whether a provider that can push a prompt without a page is configured (D18.5).
+    async fn can_charge(&self) -> FlowResult<bool> {
+        let settings = payments_settings(self.state, &self.account.id).await?;
+        let named = self
+            .settings
+            .provider
+            .is_some_and(|p| p.can_push() && credentials(self.state, &self.account.id, &settings, p).is_some());
+        Ok(named || !routes(self.state, &self.account.id, &settings, "ussd").is_empty())
     }
 
     /// The first screen's title: the campaign the code serves, else the account's name.
@@ -455,7 +472,7 @@ impl Turn<'_> {
         let provider = self
             .settings
             .provider
-            .filter(|p| credentials(self.state, &self.account.id, &settings, *p).is_some())
+            .filter(|p| p.can_push() && credentials(self.state, &self.account.id, &settings, *p).is_some())
             .or_else(|| routes(self.state, &self.account.id, &settings, "ussd").first().map(|r| r.provider));
         let Some(provider) = provider else {
             tracing::warn!(account = %self.account.id, "a USSD vote found no configured payment provider");

@@ -8,6 +8,7 @@ pub mod extract;
 pub mod health;
 pub mod middleware;
 pub mod openapi;
+pub mod pages;
 pub mod portal;
 pub mod serve;
 pub mod ussd;
@@ -177,7 +178,10 @@ fn portal_sign_in_routes() -> OpenApiRouter<AppState> {
 }
 
 fn open_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(health::healthz)).routes(routes!(health::readyz))
+    OpenApiRouter::new()
+        .routes(routes!(health::healthz))
+        .routes(routes!(health::readyz))
+        .routes(routes!(pages::pay_done))
 }
 
 /// Provider callbacks: their own signature scheme, no tenant key (spec Scheme 4).

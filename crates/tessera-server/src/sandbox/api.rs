@@ -1,11 +1,11 @@
-//! The provider APIs the sandbox serves (D11.1, D11.3): Paystack's under `/provider_a`, the
-//! gateway protocol under `/provider_b` and `/provider_c`, and the SMS gateway under `/sms`
-//! (D13.3). Any non-empty Bearer secret is an account: what it creates only it can see.
+//! Paystack's API under `/provider_a` (D11.1, D11.3) and the SMS gateway under `/sms` (D13.3);
+//! Flutterwave's and Hubtel's wires are [`super::flutterwave`] and [`super::hubtel`]. Any
+//! non-empty Bearer secret is an account: what it creates only it can see.
 //!
-//! Mobile-money charges (D17.21, D17.23) are Paystack's `POST /charge` and the gateway's
-//! `POST /charges` with `channel: mobile_money`; they wait, as card charges do, until the control
-//! API settles them. Every charge-creating call counts in its charge's `prompts` (a refused
-//! duplicate too) and waits the faults' `chargeDelayMs` before answering.
+//! Mobile-money charges (D17.21, D17.23) are Paystack's `POST /charge`; they wait, as card
+//! charges do, until the control API settles them. Every charge-creating call counts in its
+//! charge's `prompts` (a refused duplicate too) and waits the faults' `chargeDelayMs` before
+//! answering.
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -16,7 +16,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
-use super::{bearer, gateway_error, now_rfc3339, random_token, Channel, Charge, Outcome, Shared, Transfer};
+use super::{bearer, now_rfc3339, random_token, Channel, Charge, Outcome, Shared, Transfer};
 use crate::providers::payments::ProviderId;
 
 type Obj = Map<String, Value>;
@@ -281,6 +281,7 @@ async fn ps_transfer_create(State(shared): State<Arc<Shared>>, headers: HeaderMa
         failure_reason: None,
         created_at: now_rfc3339(),
         completed_at: None,
+        notify_url: None,
     };
     let data = ps_transfer(&t);
     db.transfers.insert(reference, t);
@@ -303,176 +304,6 @@ async fn ps_transfer_verify(
     }
 }
 
-// ---------------------------------------------------------------- gateway (provider_b, provider_c)
-
-#[derive(Clone)]
-pub(super) struct Gw {
-    pub shared: Arc<Shared>,
-    pub provider: ProviderId,
-}
-
-pub(super) fn gw_guard(gw: &Gw, headers: &HeaderMap) -> Result<String, Box<Response>> {
-    if gw.shared.is_down(gw.provider.as_str()) {
-        return Err(Box::new(gateway_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "sandbox outage")));
-    }
-    bearer(headers).ok_or_else(|| {
-        Box::new(gateway_error(StatusCode::UNAUTHORIZED, "unauthorized", "a Bearer secret key is required"))
-    })
-}
-
-fn gw_charge(c: &Charge, base: &str) -> Value {
-    json!({
-        "id": c.wire_id(),
-        "reference": c.reference,
-        "status": c.status.as_str(),
-        "amount": c.amount,
-        "currency": c.currency,
-        "fees": c.fees(),
-        "customer": {"email": c.email},
-        "paidAt": c.paid_at,
-        "createdAt": c.created_at,
-        "checkoutUrl": c.checkout_url(base),
-        "accessCode": c.access_code,
-        "metadata": c.metadata,
-        "channel": c.channel.as_str(),
-        "phone": c.phone,
-        "network": c.network,
-    })
-}
-
-fn gw_transfer(t: &Transfer) -> Value {
-    json!({
-        "id": t.wire_id(),
-        "reference": t.reference,
-        "status": t.status.as_str(),
-        "amount": t.amount,
-        "currency": t.currency,
-        "reason": t.reason,
-        "recipient": t.recipient,
-        "failureReason": t.failure_reason,
-        "createdAt": t.created_at,
-        "completedAt": t.completed_at,
-    })
-}
-
-pub(super) fn gateway_routes(shared: Arc<Shared>, provider: ProviderId) -> Router {
-    Router::new()
-        .route("/charges", post(gw_charge_create))
-        .route("/charges/{reference}", get(gw_charge_get))
-        .route("/transfers", post(gw_transfer_create))
-        .route("/transfers/{reference}", get(gw_transfer_get))
-        .with_state(Gw { shared, provider })
-}
-
-fn invalid(message: &str) -> Response {
-    gateway_error(StatusCode::BAD_REQUEST, "validation_failed", message)
-}
-
-async fn gw_charge_create(State(gw): State<Gw>, headers: HeaderMap, body: Bytes) -> Response {
-    let secret = match gw_guard(&gw, &headers) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    let Some(o) = object(&body) else { return invalid("the body must be a JSON object") };
-    let Some(reference) = text(&o, "reference") else { return invalid("reference is required") };
-    let Some(amount) = pesewas(&o, "amount") else {
-        return invalid("amount must be a positive whole number of pesewas");
-    };
-    let Some(email) = text(&o, "email") else { return invalid("email is required") };
-    let (channel, phone, network) = match text(&o, "channel") {
-        None | Some("card") => (Channel::Card, None, None),
-        Some("mobile_money") => {
-            let Some(phone) =
-                text(&o, "phone").filter(|p| p.len() >= 9 && p.chars().all(|c| c.is_ascii_digit() || c == '+'))
-            else {
-                return invalid("phone is required for channel mobile_money");
-            };
-            let Some(network) = text(&o, "network").filter(|n| matches!(*n, "mtn" | "vod" | "atl")) else {
-                return invalid("network must be one of mtn, vod, atl");
-            };
-            (Channel::MobileMoney, Some(phone.to_string()), Some(network.to_string()))
-        }
-        Some(_) => return invalid("channel must be card or mobile_money"),
-    };
-    let currency = text(&o, "currency").unwrap_or("GHS");
-    let metadata = o.get("metadata").cloned().unwrap_or(Value::Null);
-    let mut c = Charge::pending(gw.provider, secret, reference, amount, currency, email, metadata);
-    c.callback_url = text(&o, "callbackUrl").map(str::to_string);
-    (c.channel, c.phone, c.network) = (channel, phone, network);
-    let charge = gw.shared.open_charge(c);
-    gw.shared.charge_delay().await;
-    let Some(charge) = charge else {
-        return gateway_error(StatusCode::CONFLICT, "duplicate_reference", "a charge with this reference exists");
-    };
-    (StatusCode::CREATED, Json(gw_charge(&charge, &gw.shared.base_url))).into_response()
-}
-
-async fn gw_charge_get(State(gw): State<Gw>, headers: HeaderMap, Path(reference): Path<String>) -> Response {
-    let secret = match gw_guard(&gw, &headers) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    let db = gw.shared.db();
-    match db.charges.get(&reference).filter(|c| c.provider == gw.provider && c.secret == secret) {
-        Some(c) => Json(gw_charge(c, &gw.shared.base_url)).into_response(),
-        None => gateway_error(StatusCode::NOT_FOUND, "not_found", "no charge with this reference"),
-    }
-}
-
-async fn gw_transfer_create(State(gw): State<Gw>, headers: HeaderMap, body: Bytes) -> Response {
-    let secret = match gw_guard(&gw, &headers) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    let Some(o) = object(&body) else { return invalid("the body must be a JSON object") };
-    let Some(reference) = text(&o, "reference") else { return invalid("reference is required") };
-    let Some(amount) = pesewas(&o, "amount") else {
-        return invalid("amount must be a positive whole number of pesewas");
-    };
-    let Some(recipient) = o.get("recipient").and_then(Value::as_object) else {
-        return invalid("recipient is required");
-    };
-    for k in ["name", "accountNumber", "bankCode"] {
-        if text(recipient, k).is_none() {
-            return invalid(&format!("recipient.{k} is required"));
-        }
-    }
-    let mut db = gw.shared.db();
-    if db.transfers.contains_key(reference) {
-        return gateway_error(StatusCode::CONFLICT, "duplicate_reference", "a transfer with this reference exists");
-    }
-    let id = db.next_id();
-    let t = Transfer {
-        id,
-        provider: gw.provider,
-        secret,
-        reference: reference.to_string(),
-        amount,
-        currency: text(&o, "currency").unwrap_or("GHS").to_string(),
-        reason: text(&o, "reason").unwrap_or_default().to_string(),
-        recipient: Value::Object(recipient.clone()),
-        transfer_code: format!("tr_{id}"),
-        status: Outcome::Pending,
-        failure_reason: None,
-        created_at: now_rfc3339(),
-        completed_at: None,
-    };
-    let out = gw_transfer(&t);
-    db.transfers.insert(reference.to_string(), t);
-    (StatusCode::CREATED, Json(out)).into_response()
-}
-
-async fn gw_transfer_get(State(gw): State<Gw>, headers: HeaderMap, Path(reference): Path<String>) -> Response {
-    let secret = match gw_guard(&gw, &headers) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    let db = gw.shared.db();
-    match db.transfers.get(&reference).filter(|t| t.provider == gw.provider && t.secret == secret) {
-        Some(t) => Json(gw_transfer(t)).into_response(),
-        None => gateway_error(StatusCode::NOT_FOUND, "not_found", "no transfer with this reference"),
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -562,32 +393,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn gateway_mobile_money_charges_carry_phone_and_network_and_409_on_reuse() {
+    async fn charges_are_listed_by_phone_across_providers_newest_first() {
         let sb = sandbox().await;
-        let b = sb.provider_url("provider_b");
-        let body = json!({"reference": "G-1", "amount": 200, "currency": "GHS", "email": "233241234567@ussd.invalid",
-                          "channel": "mobile_money", "phone": "+233241234567", "network": "mtn", "metadata": {}});
-        let (st, c) = call(reqwest::Method::POST, &format!("{b}/charges"), Some(body.clone())).await;
-        assert_eq!(st, 201, "{c}");
-        assert_eq!(
-            (c["channel"].as_str(), c["phone"].as_str(), c["network"].as_str()),
-            (Some("mobile_money"), Some("+233241234567"), Some("mtn"))
-        );
-        assert_eq!(c["status"], "pending");
-        let (st, e) = call(reqwest::Method::POST, &format!("{b}/charges"), Some(body.clone())).await;
-        assert_eq!((st, e["error"]["code"].as_str()), (409, Some("duplicate_reference")));
-        assert_eq!(sb.charge("G-1").expect("record")["prompts"], 2);
-
-        let mut no_network = body.clone();
-        no_network["reference"] = json!("G-2");
-        no_network["network"] = json!("glo");
-        let (st, _) = call(reqwest::Method::POST, &format!("{b}/charges"), Some(no_network)).await;
-        assert_eq!(st, 400);
-
-        // The list by phone: suffix match, newest first, across providers.
         let a = sb.provider_url("provider_a");
-        let (st, _) = call(reqwest::Method::POST, &format!("{a}/charge"), Some(momo_paystack("G-3"))).await;
+        let (st, _) = call(reqwest::Method::POST, &format!("{a}/charge"), Some(momo_paystack("G-1"))).await;
         assert_eq!(st, 200);
+        let b = sb.provider_url("provider_b");
+        let body = json!({"tx_ref": "G-3", "amount": 2, "currency": "GHS", "email": "ama@example.com",
+                          "phone_number": "233241234567", "network": "MTN"});
+        let (st, c) = call(reqwest::Method::POST, &format!("{b}/v3/charges?type=mobile_money_ghana"), Some(body)).await;
+        assert_eq!(st, 200, "{c}");
         let base = sb.base_url().to_string();
         let (st, list) = call(reqwest::Method::GET, &format!("{base}/sandbox/charges?phone=241234567"), None).await;
         assert_eq!(st, 200);
@@ -604,11 +419,8 @@ mod tests {
         let sb = sandbox().await;
         let http = Outbound::new(Duration::from_secs(5), true).expect("outbound");
         let metadata = json!({"channel": "ussd"});
-        for (provider, reference, phone) in [
-            (ProviderId::A, "M-A", "0241234567"),
-            (ProviderId::B, "M-B", "+233241234567"),
-            (ProviderId::C, "M-C", "+233241234567"),
-        ] {
+        // Flutterwave cannot push (D18.5); Hubtel's wire is tested in its own module.
+        for (provider, reference, phone) in [(ProviderId::A, "M-A", "0241234567")] {
             let creds = Credentials {
                 base_url: sb.provider_url(provider.as_str()),
                 secret_key: SecretString::from("sk_test_momo".to_string()),

@@ -10,8 +10,9 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 
-use super::control::{settle_charge, SettleError};
+use super::control::{settle_charge, Settle, SettleError};
 use super::{Charge, Outcome, Shared};
+use crate::providers::payments::ProviderId;
 
 pub(super) fn routes(shared: Arc<Shared>) -> Router {
     Router::new()
@@ -80,7 +81,7 @@ fn checkout_html(c: &Charge) -> String {
 }
 
 async fn page(State(shared): State<Arc<Shared>>, Path(reference): Path<String>) -> Response {
-    match shared.db().charges.get(&reference) {
+    match shared.db().charge(&reference) {
         Some(c) => Html(checkout_html(c)).into_response(),
         None => (StatusCode::NOT_FOUND, Html(shell("Not found", "<h1>No such charge</h1>"))).into_response(),
     }
@@ -107,16 +108,39 @@ fn callback_target(callback: &str, reference: &str, status: &str) -> String {
     }
 }
 
+/// Where a settled charge's customer goes, as each hosted page sends them: Paystack's and
+/// Hubtel's return URL with `reference` and `status`; Flutterwave's `redirect_url` with
+/// `status` (`successful` | `cancelled`), `tx_ref` and `transaction_id`; a declined Hubtel
+/// checkout to its `cancellationUrl`.
+fn return_target(c: &Charge) -> Option<String> {
+    let paid = c.status == Outcome::Success;
+    match c.provider {
+        ProviderId::B => {
+            let status = if paid { "successful" } else { "cancelled" };
+            let url = c.callback_url.as_deref()?;
+            let sep = if url.contains('?') { '&' } else { '?' };
+            let query: String = form_urlencoded::Serializer::new(String::new())
+                .append_pair("status", status)
+                .append_pair("tx_ref", &c.reference)
+                .append_pair("transaction_id", &c.id.to_string())
+                .finish();
+            Some(format!("{url}{sep}{query}"))
+        }
+        ProviderId::C if !paid && c.cancel_url.is_some() => c.cancel_url.clone(),
+        _ => Some(callback_target(c.callback_url.as_deref()?, &c.reference, c.status.as_str())),
+    }
+}
+
 async fn finish(shared: &Arc<Shared>, reference: &str, outcome: Outcome) -> Response {
-    match settle_charge(shared, reference, outcome, None, None, true).await {
-        Ok(c) => match &c.callback_url {
-            Some(cb) => Redirect::to(&callback_target(cb, &c.reference, c.status.as_str())).into_response(),
+    match settle_charge(shared, reference, outcome, Settle::plain()).await {
+        Ok(c) => match return_target(&c) {
+            Some(target) => Redirect::to(&target).into_response(),
             None => Html(checkout_html(&c)).into_response(),
         },
         Err(SettleError::NotFound) => {
             (StatusCode::NOT_FOUND, Html(shell("Not found", "<h1>No such charge</h1>"))).into_response()
         }
-        Err(SettleError::Settled(_)) => match shared.db().charges.get(reference) {
+        Err(SettleError::Settled(_)) => match shared.db().charge(reference) {
             Some(c) => (StatusCode::CONFLICT, Html(checkout_html(c))).into_response(),
             None => StatusCode::CONFLICT.into_response(),
         },

@@ -12,7 +12,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{gateway_error, newest_first, now_rfc3339, Charge, Faults, Outcome, Shared, Transfer};
+use super::{gateway_error, newest_first, now_rfc3339, Channel, Charge, Faults, Outcome, Shared, Transfer};
 
 pub(super) fn routes(shared: Arc<Shared>) -> Router {
     Router::new()
@@ -44,6 +44,11 @@ struct SettleIn {
     deliver: Option<bool>,
     /// Failure reason of a failed transfer.
     reason: Option<String>,
+    /// How a charge was paid: `card` or `mobile_money` (e.g. a Hubtel card payment, which
+    /// Tessera cannot refund, D18.3).
+    method: Option<String>,
+    /// The paying number (`233…`) of a paid charge.
+    payer: Option<String>,
 }
 
 fn parse_body(body: &Bytes) -> Result<SettleIn, Box<Response>> {
@@ -75,32 +80,62 @@ pub(super) async fn settle_charge(
     shared: &Arc<Shared>,
     reference: &str,
     outcome: Outcome,
-    amount: Option<i64>,
-    currency: Option<String>,
-    deliver: bool,
+    how: Settle,
 ) -> Result<Charge, SettleError> {
     let charge = {
         let mut db = shared.db();
-        let c = db.charges.get_mut(reference).ok_or(SettleError::NotFound)?;
+        let c = db.charge_mut(reference).ok_or(SettleError::NotFound)?;
         if c.status != Outcome::Pending {
             return Err(SettleError::Settled(c.record(&shared.base_url)));
         }
         c.status = outcome;
-        if let Some(a) = amount {
+        if let Some(a) = how.amount {
             c.amount = a;
         }
-        if let Some(cur) = currency {
+        if let Some(cur) = how.currency {
             c.currency = cur;
+        }
+        if let Some(m) = how.channel {
+            c.channel = m;
         }
         if outcome == Outcome::Success {
             c.paid_at = Some(now_rfc3339());
+            // Who paid: the number asked, the handset's, or (a checkout without one) a number of
+            // the sandbox's own, one per charge.
+            let own = format!("23320{:07}", c.id % 10_000_000);
+            c.payer = how.payer.or_else(|| c.phone.as_deref().map(msisdn)).or(Some(own));
         }
         c.clone()
     };
-    if deliver {
-        shared.deliver(charge.provider, &charge.secret, charge.callback()).await;
+    if how.deliver {
+        shared.deliver(charge.callback()).await;
     }
     Ok(charge)
+}
+
+/// How a charge is settled beyond its outcome.
+pub(super) struct Settle {
+    pub amount: Option<i64>,
+    pub currency: Option<String>,
+    pub channel: Option<Channel>,
+    pub payer: Option<String>,
+    pub deliver: bool,
+}
+
+impl Settle {
+    /// As the checkout page settles: as asked, with its callback.
+    pub fn plain() -> Settle {
+        Settle { amount: None, currency: None, channel: None, payer: None, deliver: true }
+    }
+}
+
+/// A phone as `233…` (Ghana's local `0…` and `+233…` too).
+pub(super) fn msisdn(phone: &str) -> String {
+    let digits: String = phone.chars().filter(char::is_ascii_digit).collect();
+    match digits.strip_prefix('0') {
+        Some(local) if digits.len() == 10 => format!("233{local}"),
+        _ => digits,
+    }
 }
 
 async fn charge_settle(
@@ -122,8 +157,22 @@ async fn charge_settle(
             "amount must be a positive number of pesewas",
         );
     }
-    let deliver = input.deliver.unwrap_or(true);
-    match settle_charge(&shared, &reference, outcome, input.amount, input.currency, deliver).await {
+    let channel = match input.method.as_deref() {
+        None => None,
+        Some("card") => Some(Channel::Card),
+        Some("mobile_money") => Some(Channel::MobileMoney),
+        Some(_) => {
+            return gateway_error(StatusCode::BAD_REQUEST, "validation_failed", "method is card or mobile_money")
+        }
+    };
+    let how = Settle {
+        amount: input.amount,
+        currency: input.currency,
+        channel,
+        payer: input.payer.as_deref().map(msisdn),
+        deliver: input.deliver.unwrap_or(true),
+    };
+    match settle_charge(&shared, &reference, outcome, how).await {
         Ok(c) => Json(c.record(&shared.base_url)).into_response(),
         Err(SettleError::NotFound) => {
             gateway_error(StatusCode::NOT_FOUND, "not_found", "no charge with this reference")
@@ -146,7 +195,8 @@ async fn transfer_settle(
     };
     let transfer: Transfer = {
         let mut db = shared.db();
-        let Some(t) = db.transfers.get_mut(&reference) else {
+        let key = db.transfer_key(&reference).unwrap_or_default();
+        let Some(t) = db.transfers.get_mut(&key) else {
             return gateway_error(StatusCode::NOT_FOUND, "not_found", "no transfer with this reference");
         };
         if t.status != Outcome::Pending {
@@ -166,13 +216,13 @@ async fn transfer_settle(
         t.clone()
     };
     if input.deliver.unwrap_or(true) {
-        shared.deliver(transfer.provider, &transfer.secret, transfer.callback()).await;
+        shared.deliver(transfer.callback()).await;
     }
     Json(transfer.record()).into_response()
 }
 
 async fn charge_show(State(shared): State<Arc<Shared>>, Path(reference): Path<String>) -> Response {
-    match shared.db().charges.get(&reference) {
+    match shared.db().charge(&reference) {
         Some(c) => Json(c.record(&shared.base_url)).into_response(),
         None => gateway_error(StatusCode::NOT_FOUND, "not_found", "no charge with this reference"),
     }
@@ -250,7 +300,8 @@ async fn faults_set(State(shared): State<Arc<Shared>>, body: Bytes) -> Response 
 }
 
 async fn transfer_show(State(shared): State<Arc<Shared>>, Path(reference): Path<String>) -> Response {
-    match shared.db().transfers.get(&reference) {
+    let db = shared.db();
+    match db.transfer_key(&reference).and_then(|k| db.transfers.get(&k)) {
         Some(t) => Json(t.record()).into_response(),
         None => gateway_error(StatusCode::NOT_FOUND, "not_found", "no transfer with this reference"),
     }

@@ -1,18 +1,28 @@
-//! The sandbox (D11.3): an in-memory stand-in for every peer Tessera talks to, served on
+//! The sandbox (D11.3, D18.6): an in-memory stand-in for every peer Tessera talks to, served on
 //! loopback for demos, integration scripts and tests. It is a product, not a mock: it speaks the
-//! real wires (Paystack's API under `/provider_a`, the gateway protocol under `/provider_b` and
-//! `/provider_c`, the SMS gateway under `/sms`, SMTP on its own listener), serves a checkout page,
-//! signs its callbacks with the secret each charge was created with (D6.1), and has a control API
-//! under `/sandbox` to settle charges, transfers and refunds ([`refunds`]), cause outages and faults, and read what it
-//! received. It also plays the USSD gateways and the handset in front of Tessera (D17.23,
-//! [`ussd`]), and receives Tessera's own outbound webhooks in a verifying inbox (D17.26,
-//! [`inbox`]).
+//! real wires — Paystack's API under `/provider_a` ([`api`]), Flutterwave v3 under `/provider_b`
+//! ([`flutterwave`]), Hubtel under `/provider_c` ([`hubtel`]: its five hosts' paths under one
+//! base URL), the SMS gateway under `/sms`, SMTP on its own listener — serves a checkout page,
+//! signs its callbacks with the secret each charge was created with (D6.1's
+//! `x-<provider>-signature`: the sandbox knows no account's Flutterwave hash, D18.45), and has a
+//! control API under `/sandbox` to settle charges, transfers and refunds ([`refunds`]), cause
+//! outages and faults, and read what it received. It also plays the USSD gateways and the handset
+//! in front of Tessera (D17.23, [`ussd`]), and receives Tessera's own outbound webhooks in a
+//! verifying inbox (D17.26, [`inbox`]).
+//!
+//! One state serves every wire: charges, transfers and refunds are kept as each wire names them
+//! (Hubtel's references are letters and digits, D18.45), and the control API, the checkout page
+//! and the in-process handle find them by Tessera's reference too (`tsr_x…` ↔ `tsrx…`, a UUID ↔
+//! its 32 hex digits; a refund also by the provider's id of it, which is how a Flutterwave refund
+//! is known: its wire carries no id of Tessera's). Faults and outages apply to all three.
 //!
 //! It keeps nothing on disk and delivers callbacks to loopback addresses only: it is for demos
 //! and tests, never for money.
 mod api;
 mod checkout;
 mod control;
+mod flutterwave;
+mod hubtel;
 mod inbox;
 mod refunds;
 mod sms;
@@ -157,17 +167,28 @@ impl SandboxHandle {
 
     /// A charge's record, as `GET /sandbox/charges/:reference` shows it.
     pub fn charge(&self, reference: &str) -> Option<Value> {
-        self.shared.db().charges.get(reference).map(|c| c.record(&self.shared.base_url))
+        self.shared.db().charge(reference).map(|c| c.record(&self.shared.base_url))
     }
 
     /// A transfer's record, as `GET /sandbox/transfers/:reference` shows it.
     pub fn transfer(&self, reference: &str) -> Option<Value> {
-        self.shared.db().transfers.get(reference).map(Transfer::record)
+        let db = self.shared.db();
+        db.transfers.get(&db.transfer_key(reference)?).map(Transfer::record)
     }
 
-    /// A refund's record by Tessera's refund id, as `GET /sandbox/refunds/:id` shows it.
+    /// Every transfer's record of one provider, newest first.
+    pub fn transfers_of(&self, provider: &str) -> Vec<Value> {
+        let db = self.shared.db();
+        let mut all: Vec<&Transfer> = db.transfers.values().filter(|t| t.provider.as_str() == provider).collect();
+        all.sort_by_key(|t| std::cmp::Reverse(t.id));
+        all.into_iter().map(Transfer::record).collect()
+    }
+
+    /// A refund's record by Tessera's refund id (or the provider's id of it), as
+    /// `GET /sandbox/refunds/:id` shows it.
     pub fn refund(&self, id: &str) -> Option<Value> {
-        self.shared.db().refunds.get(id).map(refunds::Refund::record)
+        let db = self.shared.db();
+        db.refunds.get(&db.refund_key(id)?).map(refunds::Refund::record)
     }
 
     /// Every refund's record, newest first, as `GET /sandbox/refunds` shows them.
@@ -370,6 +391,17 @@ pub(crate) struct Charge {
     pub network: Option<String>,
     /// How many charge-creating calls named this reference, refused duplicates included.
     pub prompts: u32,
+    /// The customer's name, when the call gave one.
+    pub name: Option<String>,
+    /// What is paid for, when the call said (Flutterwave's title, Hubtel's description).
+    pub description: Option<String>,
+    /// Where this charge's callbacks go when its wire names the URL (Hubtel's `callbackUrl`,
+    /// `PrimaryCallbackURL`); otherwise `<notify_url>/api/white-label/webhooks/<provider>`.
+    pub notify_url: Option<String>,
+    /// Where the checkout sends a customer who declines (Hubtel's `cancellationUrl`).
+    pub cancel_url: Option<String>,
+    /// The paying number (`233…`) once paid: the handset's, or the checkout's.
+    pub payer: Option<String>,
 }
 
 impl Charge {
@@ -395,7 +427,11 @@ impl Charge {
             email: email.to_string(),
             callback_url: None,
             metadata,
-            access_code: random_token(16),
+            access_code: match provider {
+                // Hubtel's checkoutId is 32 hex digits.
+                ProviderId::C => random_hex(32),
+                _ => random_token(16),
+            },
             status: Outcome::Pending,
             paid_at: None,
             created_at: now_rfc3339(),
@@ -403,6 +439,11 @@ impl Charge {
             phone: None,
             network: None,
             prompts: 1,
+            name: None,
+            description: None,
+            notify_url: None,
+            cancel_url: None,
+            payer: None,
         }
     }
 
@@ -414,11 +455,12 @@ impl Charge {
         }
     }
 
-    /// The provider's id of the charge: a number for Paystack, `ch_<n>` on the gateway.
+    /// The provider's id of the charge: a number for Paystack and Flutterwave, Hubtel's
+    /// `checkoutId` / `TransactionId` (32 hex digits).
     pub fn wire_id(&self) -> Value {
         match self.provider {
-            ProviderId::A => json!(self.id),
-            _ => json!(format!("ch_{}", self.id)),
+            ProviderId::C => json!(self.access_code),
+            _ => json!(self.id),
         }
     }
 
@@ -431,7 +473,7 @@ impl Charge {
         json!({
             "id": self.wire_id(),
             "provider": self.provider.as_str(),
-            "reference": self.reference,
+            "reference": tessera_form(&self.reference),
             "status": self.status.as_str(),
             "amount": self.amount,
             "currency": self.currency,
@@ -447,11 +489,23 @@ impl Charge {
             "phone": self.phone,
             "network": self.network,
             "prompts": self.prompts,
+            "payer": self.payer,
+            "wireReference": self.reference,
         })
     }
 
-    /// The D6 callback body.
-    pub fn callback(&self) -> Value {
+    /// The callback of a settled charge in its provider's wire.
+    pub fn callback(&self) -> Callback {
+        let body = match self.provider {
+            ProviderId::A => self.paystack_callback(),
+            ProviderId::B => flutterwave::charge_callback(self),
+            ProviderId::C => hubtel::charge_callback(self),
+        };
+        Callback::new(self.provider, &self.secret, body, &self.reference, self.notify_url.clone())
+    }
+
+    /// The D6 callback body (Paystack's).
+    fn paystack_callback(&self) -> Value {
         let event = if self.status == Outcome::Success { "charge.success" } else { "charge.failed" };
         json!({
             "event": event,
@@ -486,13 +540,16 @@ pub(crate) struct Transfer {
     pub failure_reason: Option<String>,
     pub created_at: String,
     pub completed_at: Option<String>,
+    /// Where its callback goes when the wire names the URL (Hubtel's `PrimaryCallbackURL`).
+    pub notify_url: Option<String>,
 }
 
 impl Transfer {
+    /// The provider's id: a number for Paystack and Flutterwave, Hubtel's `TransactionId`.
     pub fn wire_id(&self) -> Value {
         match self.provider {
-            ProviderId::A => json!(self.id),
-            _ => json!(format!("tr_{}", self.id)),
+            ProviderId::C => json!(self.transfer_code),
+            _ => json!(self.id),
         }
     }
 
@@ -500,7 +557,7 @@ impl Transfer {
         json!({
             "id": self.wire_id(),
             "provider": self.provider.as_str(),
-            "reference": self.reference,
+            "reference": tessera_form(&self.reference),
             "status": self.status.as_str(),
             "amount": self.amount,
             "currency": self.currency,
@@ -513,7 +570,17 @@ impl Transfer {
         })
     }
 
-    pub fn callback(&self) -> Value {
+    /// The callback of a settled transfer in its provider's wire.
+    pub fn callback(&self) -> Callback {
+        let body = match self.provider {
+            ProviderId::A => self.paystack_callback(),
+            ProviderId::B => flutterwave::transfer_callback(self),
+            ProviderId::C => hubtel::send_callback(&hubtel::Send::of_transfer(self)),
+        };
+        Callback::new(self.provider, &self.secret, body, &self.reference, self.notify_url.clone())
+    }
+
+    fn paystack_callback(&self) -> Value {
         let event = if self.status == Outcome::Success { "transfer.success" } else { "transfer.failed" };
         let mut data = json!({
             "id": self.wire_id(),
@@ -528,6 +595,23 @@ impl Transfer {
             d.insert("reason".into(), json!(reason));
         }
         json!({"event": event, "data": data})
+    }
+}
+
+impl refunds::Refund {
+    /// The callback of a settled refund in its wire, naming the refunded charge (here, beside
+    /// the charge's and the transfer's, so that the wires need not import each other).
+    pub fn callback(&self) -> Callback {
+        let failed = self.status == Outcome::Failed;
+        let body = match self.provider {
+            ProviderId::A => {
+                let event = if failed { "refund.failed" } else { "refund.processed" };
+                json!({"event": event, "data": self.paystack()})
+            }
+            ProviderId::B => flutterwave::refund_callback(self),
+            ProviderId::C => hubtel::send_callback(&hubtel::Send::of_refund(self)),
+        };
+        Callback::new(self.provider, &self.secret, body, &self.id, self.notify_url.clone())
     }
 }
 
@@ -557,6 +641,85 @@ impl Db {
     pub fn next_id(&mut self) -> u64 {
         self.seq += 1;
         self.seq
+    }
+
+    /// The key of the charge `reference` names, in Tessera's form or the wire's (D18.45:
+    /// `tsr_x…` is Hubtel's `tsrx…`).
+    pub fn charge_key(&self, reference: &str) -> Option<String> {
+        aliases(reference).into_iter().find(|k| self.charges.contains_key(k))
+    }
+
+    pub fn charge_mut(&mut self, reference: &str) -> Option<&mut Charge> {
+        let key = self.charge_key(reference)?;
+        self.charges.get_mut(&key)
+    }
+
+    pub fn charge(&self, reference: &str) -> Option<&Charge> {
+        self.charges.get(&self.charge_key(reference)?)
+    }
+
+    /// The key of the transfer `reference` names (a withdrawal id, or Hubtel's without dashes).
+    pub fn transfer_key(&self, reference: &str) -> Option<String> {
+        aliases(reference).into_iter().find(|k| self.transfers.contains_key(k))
+    }
+
+    /// The key of the refund `id` names: Tessera's refund id (Hubtel's without dashes), or the
+    /// provider's own id of it (Flutterwave's number).
+    pub fn refund_key(&self, id: &str) -> Option<String> {
+        aliases(id).into_iter().find(|k| self.refunds.contains_key(k)).or_else(|| {
+            self.refunds.iter().find(|(_, r)| r.seq.to_string() == id || r.code == id).map(|(k, _)| k.clone())
+        })
+    }
+}
+
+/// Hubtel's alphabet (D18.45): a reference's letters and digits.
+pub(crate) fn alnum(s: &str) -> String {
+    s.chars().filter(char::is_ascii_alphanumeric).collect()
+}
+
+/// Tessera's form of a reference as a wire may carry it (D18.45): Hubtel's `tsrx…` is
+/// `tsr_x…`, 32 hex digits are a UUID with its dashes; anything else is as it is.
+pub(crate) fn tessera_form(s: &str) -> String {
+    if s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return format!("{}-{}-{}-{}-{}", &s[..8], &s[8..12], &s[12..16], &s[16..20], &s[20..]);
+    }
+    match s.strip_prefix("tsr") {
+        Some(rest) if rest.len() == 26 && rest.bytes().all(|b| b.is_ascii_alphanumeric()) => format!("tsr_{rest}"),
+        _ => s.to_string(),
+    }
+}
+
+/// The keys a reference may be stored under: itself, its wire form, its Tessera form.
+fn aliases(s: &str) -> Vec<String> {
+    let mut out = vec![s.to_string()];
+    for k in [alnum(s), tessera_form(s)] {
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+pub(crate) fn random_hex(len: usize) -> String {
+    const HEX: &[u8] = b"0123456789abcdef";
+    let mut rng = rand::thread_rng();
+    (0..len).map(|_| HEX[rng.gen_range(0..HEX.len())] as char).collect()
+}
+
+/// A callback to send: its body in its provider's wire, the secret it is signed with, where it
+/// goes (the URL its wire named, else Tessera's callback route for the provider).
+pub(crate) struct Callback {
+    pub provider: ProviderId,
+    pub secret: String,
+    pub body: Value,
+    /// What the delivery log names it by (Tessera's form of its reference).
+    pub reference: String,
+    pub url: Option<String>,
+}
+
+impl Callback {
+    pub fn new(provider: ProviderId, secret: &str, body: Value, reference: &str, url: Option<String>) -> Callback {
+        Callback { provider, secret: secret.to_string(), body, reference: tessera_form(reference), url }
     }
 }
 
@@ -633,18 +796,22 @@ impl Shared {
     }
 
     /// Sends a signed callback: the first attempt now, up to 3 more in the background
-    /// (0.5 s, 1 s, 2 s later) while the answer is a network error or not a 2xx.
-    pub async fn deliver(self: &Arc<Self>, provider: ProviderId, secret: &str, body: Value) {
-        let event = body["event"].as_str().unwrap_or_default().to_string();
-        // A Paystack refund's callback has no `reference`: it is logged under its `merchant_note`,
-        // Tessera's refund id, as the gateway's refunds are.
-        let data = &body["data"];
-        let reference = data["reference"].as_str().or(data["merchant_note"].as_str()).unwrap_or_default().to_string();
-        let Some(base) = self.notify_url() else {
-            self.record_delivery(provider, &event, &reference, "", Err("no notify URL set".into()), 1);
-            return;
+    /// (0.5 s, 1 s, 2 s later) while the answer is a network error or not a 2xx. Every wire's
+    /// body is signed with D6.1's `x-<provider>-signature` under the secret it was made with
+    /// (hex HMAC-SHA512 for provider_a, hex HMAC-SHA256 for the others, D18.45).
+    pub async fn deliver(self: &Arc<Self>, cb: Callback) {
+        let Callback { provider, secret, body, reference, url } = cb;
+        let event = event_of(&body);
+        let url = match url {
+            Some(u) => u,
+            None => match self.notify_url() {
+                Some(base) => format!("{}/api/white-label/webhooks/{}", base.trim_end_matches('/'), provider.as_str()),
+                None => {
+                    self.record_delivery(provider, &event, &reference, "", Err("no notify URL set".into()), 1);
+                    return;
+                }
+            },
         };
-        let url = format!("{}/api/white-label/webhooks/{}", base.trim_end_matches('/'), provider.as_str());
         let bytes = body.to_string().into_bytes();
         let signature = match provider {
             ProviderId::A => sign_hmac_hex::<sha2::Sha512>(secret.as_bytes(), &bytes),
@@ -733,6 +900,16 @@ impl Shared {
     }
 }
 
+/// What the delivery log calls a callback: its `event` (Paystack, Flutterwave), else Hubtel's
+/// `Status` / `ResponseCode`.
+fn event_of(body: &Value) -> String {
+    if let Some(e) = body["event"].as_str() {
+        return e.to_string();
+    }
+    let code = body["ResponseCode"].as_str().unwrap_or_default();
+    format!("hubtel.{}", if code == "0000" { "success" } else { "failed" })
+}
+
 /// The error of a delivery the faults dropped.
 const DROPPED: &str = "dropped by the sandbox's faults (not sent)";
 
@@ -771,8 +948,8 @@ pub(crate) fn gateway_error(status: StatusCode, code: &str, message: impl Into<S
 fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .merge(api::paystack_routes(shared.clone()))
-        .nest("/provider_b", api::gateway_routes(shared.clone(), ProviderId::B))
-        .nest("/provider_c", api::gateway_routes(shared.clone(), ProviderId::C))
+        .nest("/provider_b", flutterwave::routes(shared.clone()))
+        .nest("/provider_c", hubtel::routes(shared.clone()))
         .merge(sms::routes(shared.clone()))
         .merge(checkout::routes(shared.clone()))
         .merge(control::routes(shared.clone()))

@@ -1,23 +1,27 @@
-//! Refunds in the sandbox (D17.36, D17.38, issue 26), on both wires and in the control API:
+//! Refunds in the sandbox (D17.36, D17.38, issue 26, D18.2–3), on every wire and in the
+//! control API:
 //!
 //! - Paystack (`/provider_a`): `POST /refund {transaction, amount?, currency?, merchant_note?,
 //!   customer_note?}`, `GET /refund?transaction=<charge reference>` (newest first) and
 //!   `GET /refund/:id` (Paystack's numeric id). Tessera's refund id travels as `merchant_note`;
 //!   a second refund with the same note is refused as a duplicate (Paystack itself would make a
 //!   second one: the adapter looks before it creates, so it never asks twice).
-//! - The gateway (`/provider_b`, `/provider_c`): `POST /refunds {reference, transaction, amount?,
-//!   currency?, reason?}` → 201 `{id, reference, transaction, amount, currency, status, reason,
-//!   failureReason, createdAt, completedAt}` with `id` = `reference` = the refund id; the same
-//!   reference again → 200 and the refund it already has. `GET /refunds/:id`.
-//! - Control: `POST /sandbox/refunds/:id/succeed` or `/fail` (`:id` = Tessera's refund id; body
-//!   `{"deliver": false}` settles without the callback, `/fail` takes `{reason?}`),
-//!   `GET /sandbox/refunds/:id` and `GET /sandbox/refunds` (newest first).
+//! - Flutterwave (`/provider_b`, [`super::flutterwave`]): `POST /v3/transactions/:id/refund`,
+//!   `GET /v3/refunds`, `GET /v3/refunds/:id`. Its wire carries no id of Tessera's: the refund
+//!   is known by Flutterwave's number (or by a UUID its `comments` carry).
+//! - Hubtel (`/provider_c`, [`super::hubtel`]): money sent back to the payer's number is a
+//!   refund of the paid charge it fits (see there).
+//! - Control: `POST /sandbox/refunds/:id/succeed` or `/fail` (`:id` = Tessera's refund id, or
+//!   the provider's id of the refund; body `{"deliver": false}` settles without the callback,
+//!   `/fail` takes `{reason?}`), `GET /sandbox/refunds/:id` and `GET /sandbox/refunds` (newest
+//!   first).
 //!
 //! Only a successful charge made with the same provider and secret can be refunded, by at most
-//! what is left of it: its amount less its refunds that have not failed (400 beyond). A refund
-//! waits pending until the control API settles it, which sends its signed callback
-//! (`refund.processed` / `refund.failed` on Paystack's wire, `refund.success` / `refund.failed`
-//! on the gateway's), naming the refunded charge; the faults' callback drops and duplicates apply.
+//! what is left of it: its amount less its refunds that have not failed. A refund waits pending
+//! until the control API settles it, which sends its signed callback in its wire
+//! (`refund.processed` / `refund.failed` on Paystack's, `refund.completed` on Flutterwave's,
+//! Hubtel's send-money callback), naming the refunded charge; the faults' callback drops and
+//! duplicates apply.
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -29,8 +33,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::api::{gw_guard, object, pesewas, ps_error, ps_guard, ps_ok, text, Gw};
-use super::{gateway_error, now_rfc3339, Db, Outcome, Shared};
+use super::api::{object, pesewas, ps_error, ps_guard, ps_ok, text};
+use super::{gateway_error, now_rfc3339, tessera_form, Db, Outcome, Shared};
 use crate::providers::payments::ProviderId;
 
 #[derive(Debug, Clone)]
@@ -54,14 +58,21 @@ pub(crate) struct Refund {
     pub failure_reason: Option<String>,
     pub created_at: String,
     pub completed_at: Option<String>,
+    /// Where its callback goes when the wire names the URL (Hubtel's `PrimaryCallbackURL`).
+    pub notify_url: Option<String>,
+    /// Hubtel: the number the money goes back to, its channel, and Hubtel's `TransactionId`.
+    pub recipient: Option<String>,
+    pub channel: Option<String>,
+    pub code: String,
 }
 
 impl Refund {
-    /// The provider's id of the refund: a number for Paystack, the refund id on the gateway.
+    /// The provider's id of the refund: a number for Paystack and Flutterwave, Hubtel's
+    /// `TransactionId`.
     pub fn wire_id(&self) -> Value {
         match self.provider {
-            ProviderId::A => json!(self.seq),
-            _ => json!(self.id),
+            ProviderId::C => json!(self.code),
+            _ => json!(self.seq),
         }
     }
 
@@ -69,10 +80,10 @@ impl Refund {
     /// the reason it was asked with.
     pub fn record(&self) -> Value {
         json!({
-            "id": self.id,
+            "id": tessera_form(&self.id),
             "provider": self.provider.as_str(),
             "providerId": self.wire_id(),
-            "transaction": self.transaction,
+            "transaction": tessera_form(&self.transaction),
             "amount": self.amount,
             "currency": self.currency,
             "status": self.status.as_str(),
@@ -81,6 +92,7 @@ impl Refund {
             "failureReason": self.failure_reason,
             "createdAt": self.created_at,
             "completedAt": self.completed_at,
+            "recipient": self.recipient,
         })
     }
 
@@ -93,7 +105,7 @@ impl Refund {
         }
     }
 
-    fn paystack(&self) -> Value {
+    pub(super) fn paystack(&self) -> Value {
         json!({
             "id": self.seq,
             "domain": "test",
@@ -110,53 +122,44 @@ impl Refund {
             "createdAt": self.created_at,
         })
     }
+}
 
-    fn gateway(&self) -> Value {
-        json!({
-            "id": self.id,
-            "reference": self.id,
-            "transaction": self.transaction,
-            "amount": self.amount,
-            "currency": self.currency,
-            "status": self.status.as_str(),
-            "reason": self.note,
-            "failureReason": self.failure_reason,
-            "createdAt": self.created_at,
-            "completedAt": self.completed_at,
-        })
-    }
+/// What a refund-creating call asks for.
+pub(super) struct Ask<'a> {
+    pub provider: ProviderId,
+    pub secret: String,
+    pub id: Option<&'a str>,
+    /// The refunded charge's reference.
+    pub transaction: &'a str,
+    pub amount: Option<i64>,
+    pub currency: Option<&'a str>,
+    pub note: Option<&'a str>,
+    pub notify_url: Option<String>,
+    pub recipient: Option<String>,
+    pub channel: Option<String>,
+}
 
-    /// The callback of a settled refund, naming the refunded charge as each wire does.
-    pub fn callback(&self) -> Value {
-        let failed = self.status == Outcome::Failed;
-        match self.provider {
-            ProviderId::A => {
-                let event = if failed { "refund.failed" } else { "refund.processed" };
-                json!({"event": event, "data": self.paystack()})
-            }
-            _ => {
-                let event = if failed { "refund.failed" } else { "refund.success" };
-                json!({"event": event, "data": self.gateway()})
-            }
+impl<'a> Ask<'a> {
+    pub fn new(provider: ProviderId, secret: String, transaction: &'a str) -> Ask<'a> {
+        Ask {
+            provider,
+            secret,
+            id: None,
+            transaction,
+            amount: None,
+            currency: None,
+            note: None,
+            notify_url: None,
+            recipient: None,
+            channel: None,
         }
     }
 }
 
-/// What a refund-creating call asks for.
-struct Ask<'a> {
-    provider: ProviderId,
-    secret: String,
-    id: Option<&'a str>,
-    transaction: &'a str,
-    amount: Option<i64>,
-    currency: Option<&'a str>,
-    note: Option<&'a str>,
-}
-
 /// Why a refund was not made.
-enum Refused {
-    /// The refund id is taken: by this account (carries its refund) or by another.
-    Exists(Option<Box<Refund>>),
+pub(super) enum Refused {
+    /// The refund id is taken.
+    Exists,
     /// No charge with that reference for this provider and secret.
     NoCharge,
     /// The charge is not paid.
@@ -165,27 +168,32 @@ enum Refused {
     Exceeds(i64),
 }
 
+/// What is left to refund of a charge (`key` its stored reference): its amount less its
+/// refunds that have not failed.
+pub(super) fn left_of(db: &Db, provider: ProviderId, key: &str, amount: i64) -> i64 {
+    let taken: i64 = db
+        .refunds
+        .values()
+        .filter(|r| r.provider == provider && r.transaction == key && r.status != Outcome::Failed)
+        .map(|r| r.amount)
+        .sum();
+    amount - taken
+}
+
 /// Makes the refund under the ceiling, in one lock so that two racing calls never exceed it.
-fn open_refund(db: &mut Db, ask: Ask<'_>) -> Result<Refund, Refused> {
-    if let Some(existing) = ask.id.and_then(|id| db.refunds.get(id)) {
-        let mine = existing.provider == ask.provider && existing.secret == ask.secret;
-        return Err(Refused::Exists(mine.then(|| Box::new(existing.clone()))));
+pub(super) fn open_refund(db: &mut Db, ask: Ask<'_>) -> Result<Refund, Refused> {
+    if ask.id.is_some_and(|id| db.refunds.contains_key(id)) {
+        return Err(Refused::Exists);
     }
     let charge = db
-        .charges
-        .get(ask.transaction)
+        .charge(ask.transaction)
         .filter(|c| c.provider == ask.provider && c.secret == ask.secret)
         .ok_or(Refused::NoCharge)?;
     if charge.status != Outcome::Success {
         return Err(Refused::NotPaid);
     }
-    let taken: i64 = db
-        .refunds
-        .values()
-        .filter(|r| r.provider == ask.provider && r.transaction == ask.transaction && r.status != Outcome::Failed)
-        .map(|r| r.amount)
-        .sum();
-    let left = charge.amount - taken;
+    let key = charge.reference.clone();
+    let left = left_of(db, ask.provider, &key, charge.amount);
     let amount = ask.amount.unwrap_or(left);
     if amount <= 0 || amount > left {
         return Err(Refused::Exceeds(left.max(0)));
@@ -197,7 +205,7 @@ fn open_refund(db: &mut Db, ask: Ask<'_>) -> Result<Refund, Refused> {
         provider: ask.provider,
         secret: ask.secret,
         id: ask.id.map(str::to_string).unwrap_or_else(|| format!("RF_{seq}")),
-        transaction: ask.transaction.to_string(),
+        transaction: key,
         charge_id,
         amount,
         currency: ask.currency.map(str::to_string).unwrap_or(charge_currency),
@@ -206,13 +214,17 @@ fn open_refund(db: &mut Db, ask: Ask<'_>) -> Result<Refund, Refused> {
         failure_reason: None,
         created_at: now_rfc3339(),
         completed_at: None,
+        notify_url: ask.notify_url,
+        recipient: ask.recipient,
+        channel: ask.channel,
+        code: super::random_hex(32),
     };
     db.refunds.insert(refund.id.clone(), refund.clone());
     Ok(refund)
 }
 
 /// Refunds of `provider` and `secret` that `keep` selects, newest first.
-fn refunds_of(db: &Db, provider: ProviderId, secret: &str, keep: impl Fn(&Refund) -> bool) -> Vec<Refund> {
+pub(super) fn refunds_of(db: &Db, provider: ProviderId, secret: &str, keep: impl Fn(&Refund) -> bool) -> Vec<Refund> {
     let mut found: Vec<Refund> =
         db.refunds.values().filter(|r| r.provider == provider && r.secret == secret && keep(r)).cloned().collect();
     found.sort_by_key(|r| std::cmp::Reverse(r.seq));
@@ -226,19 +238,7 @@ pub(super) fn routes(shared: Arc<Shared>) -> Router {
         .route("/sandbox/refunds/{id}/{action}", post(settle))
         .route("/provider_a/refund", get(ps_list).post(ps_create))
         .route("/provider_a/refund/{id}", get(ps_show))
-        .with_state(shared.clone())
-        .merge(gateway_routes(shared.clone(), ProviderId::B))
-        .merge(gateway_routes(shared, ProviderId::C))
-}
-
-/// Full paths rather than a second `nest` under the provider's prefix, which the charge routes
-/// already nest at.
-fn gateway_routes(shared: Arc<Shared>, provider: ProviderId) -> Router {
-    let base = format!("/{}", provider.as_str());
-    Router::new()
-        .route(&format!("{base}/refunds"), post(gw_create))
-        .route(&format!("{base}/refunds/{{id}}"), get(gw_show))
-        .with_state(Gw { shared, provider })
+        .with_state(shared)
 }
 
 // ---------------------------------------------------------------- Paystack (provider_a)
@@ -256,18 +256,16 @@ async fn ps_create(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: 
         return ps_error(StatusCode::BAD_REQUEST, "Invalid amount: a positive whole number of pesewas is required");
     }
     let ask = Ask {
-        provider: ProviderId::A,
-        secret,
         id: text(&o, "merchant_note"),
-        transaction,
         amount: pesewas(&o, "amount"),
         currency: text(&o, "currency"),
         note: text(&o, "customer_note"),
+        ..Ask::new(ProviderId::A, secret, transaction)
     };
     let opened = open_refund(&mut shared.db(), ask);
     match opened {
         Ok(r) => ps_ok("Refund has been queued for processing", r.paystack()),
-        Err(Refused::Exists(_)) => {
+        Err(Refused::Exists) => {
             ps_error(StatusCode::BAD_REQUEST, "Duplicate refund: a refund with this merchant_note exists")
         }
         Err(Refused::NoCharge) => ps_error(StatusCode::BAD_REQUEST, "Transaction not found"),
@@ -315,61 +313,6 @@ async fn ps_show(State(shared): State<Arc<Shared>>, headers: HeaderMap, Path(id)
     }
 }
 
-// ---------------------------------------------------------------- gateway (provider_b, provider_c)
-
-fn invalid(code: &str, message: impl Into<String>) -> Response {
-    gateway_error(StatusCode::BAD_REQUEST, code, message)
-}
-
-async fn gw_create(State(gw): State<Gw>, headers: HeaderMap, body: Bytes) -> Response {
-    let secret = match gw_guard(&gw, &headers) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    let Some(o) = object(&body) else { return invalid("validation_failed", "the body must be a JSON object") };
-    let Some(reference) = text(&o, "reference") else { return invalid("validation_failed", "reference is required") };
-    let Some(transaction) = text(&o, "transaction") else {
-        return invalid("validation_failed", "transaction is required");
-    };
-    if o.get("amount").is_some() && pesewas(&o, "amount").is_none() {
-        return invalid("validation_failed", "amount must be a positive whole number of pesewas");
-    }
-    let ask = Ask {
-        provider: gw.provider,
-        secret,
-        id: Some(reference),
-        transaction,
-        amount: pesewas(&o, "amount"),
-        currency: text(&o, "currency"),
-        note: text(&o, "reason"),
-    };
-    let opened = open_refund(&mut gw.shared.db(), ask);
-    match opened {
-        Ok(r) => (StatusCode::CREATED, Json(r.gateway())).into_response(),
-        Err(Refused::Exists(Some(r))) => Json(r.gateway()).into_response(),
-        Err(Refused::Exists(None)) => {
-            gateway_error(StatusCode::CONFLICT, "duplicate_reference", "a refund with this reference exists")
-        }
-        Err(Refused::NoCharge) => gateway_error(StatusCode::NOT_FOUND, "not_found", "no charge with this transaction"),
-        Err(Refused::NotPaid) => invalid("not_refundable", "only a successful charge can be refunded"),
-        Err(Refused::Exceeds(left)) => {
-            invalid("refund_exceeds_payment", format!("at most {left} pesewas of this charge are left to refund"))
-        }
-    }
-}
-
-async fn gw_show(State(gw): State<Gw>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    let secret = match gw_guard(&gw, &headers) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    let db = gw.shared.db();
-    match db.refunds.get(&id).filter(|r| r.provider == gw.provider && r.secret == secret) {
-        Some(r) => Json(r.gateway()).into_response(),
-        None => gateway_error(StatusCode::NOT_FOUND, "not_found", "no refund with this id"),
-    }
-}
-
 // ---------------------------------------------------------------- control
 
 async fn list(State(shared): State<Arc<Shared>>) -> Json<Vec<Value>> {
@@ -380,7 +323,8 @@ async fn list(State(shared): State<Arc<Shared>>) -> Json<Vec<Value>> {
 }
 
 async fn show(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    match shared.db().refunds.get(&id) {
+    let db = shared.db();
+    match db.refund_key(&id).and_then(|k| db.refunds.get(&k)) {
         Some(r) => Json(r.record()).into_response(),
         None => gateway_error(StatusCode::NOT_FOUND, "not_found", "no refund with this id"),
     }
@@ -418,7 +362,8 @@ async fn settle(
     };
     let refund = {
         let mut db = shared.db();
-        let Some(r) = db.refunds.get_mut(&id) else {
+        let key = db.refund_key(&id).unwrap_or_default();
+        let Some(r) = db.refunds.get_mut(&key) else {
             return gateway_error(StatusCode::NOT_FOUND, "not_found", "no refund with this id");
         };
         if r.status != Outcome::Pending {
@@ -432,7 +377,7 @@ async fn settle(
         r.clone()
     };
     if input.deliver.unwrap_or(true) {
-        shared.deliver(refund.provider, &refund.secret, refund.callback()).await;
+        shared.deliver(refund.callback()).await;
     }
     Json(refund.record()).into_response()
 }

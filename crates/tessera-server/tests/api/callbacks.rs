@@ -53,7 +53,9 @@ async fn a_callback_is_acknowledged_in_the_specs_shape(b: Backend) {
     let (body, sig) = signed_event(
         "provider_c",
         &platform_secret("provider_c"),
-        json!({"event": "charge.success", "data": {"id": "ch_77", "reference": "tsr_unknown", "status": "success"}}),
+        // Hubtel's checkout callback (D18.3), signed with D6.1's HMAC (D18.45).
+        json!({"ResponseCode": "0000", "Status": "Success", "Data": {"CheckoutId": "ch77",
+               "ClientReference": "tsrunknown", "Status": "Success", "Amount": 1}}),
     );
     let r = post_callback(&p, "provider_c", body, Some(&sig)).await;
     assert_eq!(r.status, 200);
@@ -199,7 +201,8 @@ async fn callbacks_are_outside_the_per_ip_rate_limit(b: Backend) {
     })
     .await;
     for i in 0..6 {
-        let event = json!({"event": "charge.success", "data": {"id": format!("ch_ip{i}"), "reference": "tsr_ip", "status": "success"}});
+        let event = json!({"ResponseCode": "0000", "Message": "success",
+                           "Data": {"TransactionId": format!("ip{i}"), "ClientReference": "tsrip", "Amount": 1}});
         let (body, sig) = signed_event("provider_c", &platform_secret("provider_c"), event);
         let r = post_callback(&p, "provider_c", body, Some(&sig)).await;
         assert_eq!(r.status, 200, "delivery {i}: {}", r.json());

@@ -50,6 +50,8 @@ mod ussd;
 mod voting;
 mod webhook_endpoints;
 mod webhooks_out;
+mod wire_flutterwave;
+mod wire_hubtel;
 mod wire_settings;
 mod wire_sms;
 mod withdrawals;

@@ -81,6 +81,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/white-label/portal/reseller/otp/verify"),
     ("get", "/healthz"),
     ("get", "/readyz"),
+    ("get", "/pay/done"),
 ];
 
 const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];

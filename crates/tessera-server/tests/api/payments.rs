@@ -587,7 +587,9 @@ async fn an_accounts_own_provider_credentials_are_used_and_sign_its_callbacks(b:
             Method::PATCH,
             "/api/white-label/v1/settings/payments",
             Some(json!({"config": {"useSharedDefaults": false, "defaultProvider": "provider_c",
-                "providers": {"provider_c": {"baseUrl": own, "secretKey": "sk_live_account_own_c"}}}})),
+                "providers": {"provider_c": {"baseUrl": own, "secretKey": "sk_live_account_own_c",
+                    "apiId": "account-api-id", "posSalesId": "2020001", "prepaidDepositId": "2020002",
+                    "callbackToken": "account-own-token"}}}})),
         )
         .await;
     assert_eq!(s, 200, "{body}");
@@ -598,7 +600,8 @@ async fn an_accounts_own_provider_credentials_are_used_and_sign_its_callbacks(b:
     let reference = data["reference"].as_str().expect("reference").to_string();
     sandbox_settle(&p, &reference, "succeed", json!({})).await;
     let delivered = p.sandbox.callbacks();
-    assert_eq!(delivered[0]["status"], 200, "signed with the account's own secret and accepted: {delivered:?}");
+    assert_eq!(delivered[0]["status"], 200, "to the account's own token, signed with its secret: {delivered:?}");
+    assert!(delivered[0]["url"].as_str().is_some_and(|u| u.ends_with("/webhooks/provider_c/account-own-token")));
     drain(&p).await;
     assert_eq!(payment(&p, &reference).await["status"], "success");
     // The platform's secret for provider_c does not sign this account's events... but is still
@@ -606,7 +609,7 @@ async fn an_accounts_own_provider_credentials_are_used_and_sign_its_callbacks(b:
     let (body, sig) = signed_event(
         "provider_c",
         "sk_wrong",
-        json!({"event": "charge.success", "data": {"id": "x", "reference": reference}}),
+        json!({"ResponseCode": "0000", "Data": {"TransactionId": "x", "ClientReference": reference.replace('_', "")}}),
     );
     assert_error(&post_callback(&p, "provider_c", body, Some(&sig)).await, 401, "invalid_signature");
 }

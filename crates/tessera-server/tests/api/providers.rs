@@ -1,6 +1,7 @@
-//! Provider adapters against the real sandbox on loopback (D11), the sandbox's own product
-//! surface (checkout, control API, callbacks, SMS, SMTP), and the outbound guard at save time
-//! (D16.25). No fakes: every call crosses HTTP or SMTP.
+//! Provider adapters against the real sandbox on loopback (D11, D18.2–3, D18.6), the sandbox's
+//! own product surface (checkout, control API, callbacks, SMS, SMTP), and the outbound guard at
+//! save time (D16.25). No fakes: every call crosses HTTP or SMTP, through Paystack's wire
+//! (provider_a), Flutterwave's (provider_b) and Hubtel's (provider_c).
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -9,7 +10,8 @@ use serde_json::{json, Value};
 use tessera_client::Method;
 use tessera_server::providers::outbound::Outbound;
 use tessera_server::providers::payments::{
-    adapter, ChargeRequest, Credentials, ProviderError, ProviderId, RefundRequest, RemoteStatus, TransferRequest,
+    adapter, ChargeFacts, ChargeRequest, Credentials, Extra, ProviderError, ProviderId, RefundRequest, RefundState,
+    RemoteStatus, TransferRequest,
 };
 use tessera_server::sandbox::SandboxHandle;
 
@@ -21,18 +23,44 @@ fn outbound() -> Outbound {
     Outbound::new(Duration::from_secs(5), false).expect("outbound")
 }
 
-/// Platform credentials (operator-configured, so the loopback sandbox is allowed).
+/// Hubtel's callback token in these tests: its callbacks come to
+/// `<public_url>/api/white-label/webhooks/provider_c/<token>`.
+const TOKEN: &str = "tok_hubtel_test";
+
+/// Platform credentials (operator-configured, so the loopback sandbox is allowed), with what
+/// each wire needs: Hubtel's ids, token and the public address it calls back to.
 fn creds(sb: &SandboxHandle, p: ProviderId, secret: &str) -> Credentials {
+    creds_back_to(sb, p, secret, "http://127.0.0.1:9")
+}
+
+fn creds_back_to(sb: &SandboxHandle, p: ProviderId, secret: &str, public_url: &str) -> Credentials {
+    let extra = match p {
+        ProviderId::C => Extra {
+            api_id: Some("api_test".into()),
+            pos_sales_id: Some("2017001".into()),
+            prepaid_deposit_id: Some("2017002".into()),
+            callback_token: Some(SecretString::from(TOKEN)),
+            public_url: Some(public_url.into()),
+            ..Extra::default()
+        },
+        _ => Extra { public_url: Some(public_url.into()), ..Extra::default() },
+    };
     Credentials {
         base_url: sb.provider_url(p.as_str()),
         secret_key: SecretString::from(secret),
         account_supplied: false,
-        extra: Default::default(),
+        extra,
     }
 }
 
-fn reference(tag: &str) -> String {
-    format!("T-{tag}-{}", uuid::Uuid::now_v7().simple())
+/// A payment reference as Tessera makes them (`tsr_` + 26; Hubtel's `tsr…` without the `_`).
+fn reference(_tag: &str) -> String {
+    tessera_server::domain::payments::new_reference()
+}
+
+/// A withdrawal or refund id (a UUID; Hubtel's without dashes).
+fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
 }
 
 fn charge<'a>(reference: &'a str, metadata: &'a Value, callback: Option<&'a str>) -> ChargeRequest<'a> {
@@ -45,6 +73,8 @@ fn charge<'a>(reference: &'a str, metadata: &'a Value, callback: Option<&'a str>
         phone: None,
         description: None,
         callback_url: callback,
+        method: None,
+        network: None,
         metadata,
     }
 }
@@ -73,6 +103,14 @@ fn deliveries(sb: &SandboxHandle, reference: &str) -> Vec<Value> {
     let mut v: Vec<Value> = sb.callbacks().into_iter().filter(|d| d["reference"] == reference).collect();
     v.reverse();
     v
+}
+
+/// Where a provider's callbacks arrive at Tessera: Hubtel's on its tokened path.
+fn callback_path(p: ProviderId) -> String {
+    match p {
+        ProviderId::C => format!("/api/white-label/webhooks/provider_c/{TOKEN}"),
+        _ => format!("/api/white-label/webhooks/{}", p.as_str()),
+    }
 }
 
 /// One received callback: path, headers, raw body.
@@ -142,7 +180,7 @@ async fn provider_a_initializes_and_verifies_a_charge_like_paystack() {
 }
 
 #[tokio::test]
-async fn gateway_providers_initialize_verify_and_report_failure() {
+async fn flutterwave_and_hubtel_initialize_verify_and_report_failure() {
     let sb = start_sandbox().await;
     let http = outbound();
     for p in [ProviderId::B, ProviderId::C] {
@@ -151,12 +189,50 @@ async fn gateway_providers_initialize_verify_and_report_failure() {
         let meta = json!({});
         let init =
             a.initialize(&http, &c, &charge(&r, &meta, Some("https://shop.example.com/done"))).await.expect("init");
-        assert_eq!(init.authorization_url, format!("{}/checkout/{r}", sb.base_url()));
+        // Hubtel's clientReference is the reference's letters and digits (D18.45).
+        let wire = if p == ProviderId::C { r.replace('_', "") } else { r.clone() };
+        assert_eq!(init.authorization_url, format!("{}/checkout/{wire}", sb.base_url()), "{}", p.as_str());
         assert_eq!(a.verify_charge(&http, &c, &r).await.expect("verify").status, RemoteStatus::Pending);
-        let (status, _) = control(&sb, &format!("/sandbox/charges/{r}/fail"), json!({"deliver": false})).await;
-        assert_eq!(status, 200);
+        // The control API finds it by Tessera's reference.
+        let (status, record) = control(&sb, &format!("/sandbox/charges/{r}/fail"), json!({"deliver": false})).await;
+        assert_eq!((status, record["reference"].as_str()), (200, Some(r.as_str())), "{record}");
+        assert_eq!(record["wireReference"], wire);
         let state = a.verify_charge(&http, &c, &r).await.expect("verify");
         assert_eq!((state.status, state.amount), (RemoteStatus::Failed, 1250), "{}", p.as_str());
+    }
+    // A paid Flutterwave charge: decimals, its id kept for refunds, the method.
+    let (c, a) = (creds(&sb, ProviderId::B, "sk_gw"), adapter(ProviderId::B));
+    let r = reference("b");
+    a.initialize(&http, &c, &charge(&r, &Value::Null, None)).await.expect("init");
+    control(&sb, &format!("/sandbox/charges/{r}/succeed"), json!({"deliver": false})).await;
+    let raw: Value = reqwest::Client::new()
+        .get(format!("{}/v3/transactions/verify_by_reference?tx_ref={r}", c.base_url))
+        .bearer_auth("sk_gw")
+        .send()
+        .await
+        .expect("raw")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!((raw["status"].as_str(), raw["data"]["status"].as_str()), (Some("success"), Some("successful")));
+    assert_eq!(
+        (raw["data"]["amount"].to_string(), raw["data"]["payment_type"].as_str()),
+        ("12.5".into(), Some("card"))
+    );
+    let state = a.verify_charge(&http, &c, &r).await.expect("verify");
+    assert_eq!((state.status, state.amount, state.method.as_deref()), (RemoteStatus::Success, 1250, Some("card")));
+    assert_eq!(state.provider_id, raw["data"]["id"].as_u64().map(|n| n.to_string()));
+    // Hubtel's status check: Paid, by mobile money unless the control API says card.
+    let (c, a) = (creds(&sb, ProviderId::C, "sk_gw"), adapter(ProviderId::C));
+    for (method, expect) in [(None, "mobile_money"), (Some("card"), "card")] {
+        let r = reference("c");
+        a.initialize(&http, &c, &charge(&r, &Value::Null, None)).await.expect("init");
+        control(&sb, &format!("/sandbox/charges/{r}/succeed"), json!({"deliver": false, "method": method})).await;
+        let state = a.verify_charge(&http, &c, &r).await.expect("verify");
+        assert_eq!(
+            (state.status, state.method.as_deref(), state.reference.as_str()),
+            (RemoteStatus::Success, Some(expect), r.as_str())
+        );
     }
 }
 
@@ -191,8 +267,8 @@ async fn unknown_references_and_charges_of_another_secret_are_not_found() {
         let r = reference("scoped");
         a.initialize(&http, &mine, &charge(&r, &Value::Null, None)).await.expect("init");
         assert_eq!(a.verify_charge(&http, &theirs, &r).await, Err(ProviderError::NotFound), "{}", p.as_str());
-        assert_eq!(a.verify_charge(&http, &mine, "T-nobody").await, Err(ProviderError::NotFound));
-        assert_eq!(a.verify_transfer(&http, &mine, "W-nobody").await, Err(ProviderError::NotFound));
+        assert_eq!(a.verify_charge(&http, &mine, &reference("nobody")).await, Err(ProviderError::NotFound));
+        assert_eq!(a.verify_transfer(&http, &mine, &new_id()).await, Err(ProviderError::NotFound), "{}", p.as_str());
     }
     // A charge is visible only at the provider that made it.
     let r = reference("cross");
@@ -205,18 +281,25 @@ async fn unknown_references_and_charges_of_another_secret_are_not_found() {
 }
 
 #[tokio::test]
-async fn transfers_are_created_verified_settled_and_a_reused_reference_is_a_duplicate() {
+async fn transfers_are_created_verified_settled_and_a_reused_reference_is_not_sent_twice() {
     let sb = start_sandbox().await;
     let http = outbound();
     for p in ProviderId::ALL {
         let (c, a) = (creds(&sb, p, "sk_payout"), adapter(p));
-        let r = reference("w");
+        let r = new_id();
         let created = a.create_transfer(&http, &c, &transfer(&r)).await.expect("transfer");
         assert_eq!(
             (created.status, created.amount, created.reference.as_str()),
             (RemoteStatus::Pending, 5000, r.as_str())
         );
-        assert_eq!(a.create_transfer(&http, &c, &transfer(&r)).await, Err(ProviderError::Duplicate), "{}", p.as_str());
+        // Paystack and Flutterwave refuse the reference as a duplicate; Hubtel's adapter asks
+        // the send's status first and adopts it.
+        let again = a.create_transfer(&http, &c, &transfer(&r)).await;
+        match p {
+            ProviderId::C => assert_eq!(again, Ok(created.clone())),
+            _ => assert_eq!(again, Err(ProviderError::Duplicate), "{}", p.as_str()),
+        }
+        assert_eq!(sb.transfers_of(p.as_str()).len(), 1, "one transfer at {}", p.as_str());
         assert_eq!(a.verify_transfer(&http, &c, &r).await.expect("verify").status, RemoteStatus::Pending);
         let (status, record) = control(
             &sb,
@@ -224,54 +307,93 @@ async fn transfers_are_created_verified_settled_and_a_reused_reference_is_a_dupl
             json!({"reason": "Account closed", "deliver": false}),
         )
         .await;
-        assert_eq!((status, record["status"].as_str()), (200, Some("failed")), "{record}");
+        assert_eq!(
+            (status, record["status"].as_str(), record["reference"].as_str()),
+            (200, Some("failed"), Some(r.as_str())),
+            "{record}"
+        );
         let state = a.verify_transfer(&http, &c, &r).await.expect("verify");
-        assert_eq!((state.status, state.reason.as_deref()), (RemoteStatus::Failed, Some("Account closed")));
+        assert_eq!(state.status, RemoteStatus::Failed);
+        if p != ProviderId::C {
+            assert_eq!(state.reason.as_deref(), Some("Account closed"), "{}", p.as_str());
+        }
         let (status, _) = control(&sb, &format!("/sandbox/transfers/{r}/succeed"), json!({})).await;
         assert_eq!(status, 409, "a settled transfer stays settled");
         assert_eq!(a.verify_transfer(&http, &creds(&sb, p, "sk_other"), &r).await, Err(ProviderError::NotFound));
     }
-    let r = reference("ok");
-    let c = creds(&sb, ProviderId::A, "sk_payout");
-    adapter(ProviderId::A).create_transfer(&http, &c, &transfer(&r)).await.expect("transfer");
-    control(&sb, &format!("/sandbox/transfers/{r}/succeed"), json!({"deliver": false})).await;
-    assert_eq!(
-        adapter(ProviderId::A).verify_transfer(&http, &c, &r).await.expect("verify").status,
-        RemoteStatus::Success
-    );
-    assert_eq!(sb.transfer(&r).expect("record")["recipient"]["type"], "mobile_money");
+    for p in ProviderId::ALL {
+        let r = new_id();
+        let c = creds(&sb, p, "sk_payout");
+        adapter(p).create_transfer(&http, &c, &transfer(&r)).await.expect("transfer");
+        control(&sb, &format!("/sandbox/transfers/{r}/succeed"), json!({"deliver": false})).await;
+        assert_eq!(adapter(p).verify_transfer(&http, &c, &r).await.expect("verify").status, RemoteStatus::Success);
+    }
 }
 
-fn refund<'a>(refund_id: &'a str, charge: &'a str, amount: i64) -> RefundRequest<'a> {
+/// What a test knows of a paid charge: its reference and the facts its refund needs.
+struct Paid {
+    reference: String,
+    provider_id: Option<String>,
+    method: Option<String>,
+    payer: Option<String>,
+}
+
+impl Paid {
+    fn facts(&self) -> ChargeFacts<'_> {
+        ChargeFacts {
+            provider_charge_id: self.provider_id.as_deref(),
+            method: self.method.as_deref(),
+            payer: self.payer.as_deref(),
+            network: None,
+        }
+    }
+}
+
+fn refund<'a>(
+    refund_id: &'a str,
+    paid: &'a Paid,
+    amount: i64,
+    provider_refund_id: Option<&'a str>,
+) -> RefundRequest<'a> {
     RefundRequest {
         refund_id,
-        transaction_reference: charge,
+        transaction_reference: &paid.reference,
         amount,
         currency: "GHS",
         reason: Some("Event cancelled"),
-        charge: Default::default(),
+        charge: paid.facts(),
         filed_at: 0,
-        provider_refund_id: None,
+        provider_refund_id,
         taken: &[],
     }
 }
 
-/// A paid 12.50 charge at `p` with `secret` (settled without its callback); its reference.
-async fn paid_charge(sb: &SandboxHandle, p: ProviderId, secret: &str) -> String {
+/// A paid 12.50 charge at `p` with `secret` (settled without its callback), as Tessera knows it
+/// after the verify (and, for Hubtel, the payer its checkout callback named).
+async fn paid_charge(sb: &SandboxHandle, p: ProviderId, secret: &str) -> Paid {
     let r = reference("paid");
-    adapter(p).initialize(&outbound(), &creds(sb, p, secret), &charge(&r, &Value::Null, None)).await.expect("init");
-    let (status, _) = control(sb, &format!("/sandbox/charges/{r}/succeed"), json!({"deliver": false})).await;
+    let (c, a) = (creds(sb, p, secret), adapter(p));
+    a.initialize(&outbound(), &c, &charge(&r, &Value::Null, None)).await.expect("init");
+    let (status, record) = control(sb, &format!("/sandbox/charges/{r}/succeed"), json!({"deliver": false})).await;
     assert_eq!(status, 200);
-    r
-}
-
-fn refund_id() -> String {
-    uuid::Uuid::now_v7().to_string()
+    let state = a.verify_charge(&outbound(), &c, &r).await.expect("verify");
+    Paid {
+        reference: r,
+        provider_id: state.provider_id,
+        method: state.method,
+        payer: state.payer.or(record["payer"].as_str().map(str::to_string)),
+    }
 }
 
 /// The sandbox's refunds of one charge.
 fn refunds_of(sb: &SandboxHandle, charge: &str) -> Vec<Value> {
     sb.refunds().into_iter().filter(|r| r["transaction"] == charge).collect()
+}
+
+/// The control API's name of a refund: its provider id (Flutterwave's wire carries no id of
+/// Tessera's; the others' ids are Tessera's, or Hubtel's form of it).
+fn control_id(state: &RefundState) -> String {
+    state.provider_id.clone().expect("a provider id")
 }
 
 #[tokio::test]
@@ -281,103 +403,176 @@ async fn refunds_are_created_once_verified_and_settled_at_every_provider() {
     for p in ProviderId::ALL {
         let (c, a) = (creds(&sb, p, "sk_refund"), adapter(p));
         let ch = paid_charge(&sb, p, "sk_refund").await;
-        let id = refund_id();
-        let created = a.create_refund(&http, &c, &refund(&id, &ch, 500)).await.expect("create");
+        let id = new_id();
+        let created = a.create_refund(&http, &c, &refund(&id, &ch, 500, None)).await.expect("create");
         assert_eq!(
             (created.refund_id.as_str(), created.status, created.amount, created.reason.as_deref()),
             (id.as_str(), RemoteStatus::Pending, 500, Some("Event cancelled")),
             "{}",
             p.as_str()
         );
-        assert!(created.provider_id.is_some());
+        let pid = control_id(&created);
         // A retried call (a timeout, a crash before the answer was saved) finds the same refund.
-        let again = a.create_refund(&http, &c, &refund(&id, &ch, 500)).await.expect("create again");
+        let again = a.create_refund(&http, &c, &refund(&id, &ch, 500, None)).await.expect("create again");
         assert_eq!(again, created, "{}", p.as_str());
-        assert_eq!(refunds_of(&sb, &ch).len(), 1, "never two at {}", p.as_str());
-        assert_eq!(a.verify_refund(&http, &c, &refund(&id, &ch, 500)).await.expect("verify"), created);
+        assert_eq!(refunds_of(&sb, &ch.reference).len(), 1, "never two at {}", p.as_str());
+        assert_eq!(a.verify_refund(&http, &c, &refund(&id, &ch, 500, Some(&pid))).await.expect("verify"), created);
+        assert_eq!(sb.refund(&pid).expect("by provider id")["transaction"], ch.reference.as_str());
+        if p != ProviderId::B {
+            assert_eq!(sb.refund(&id).expect("by Tessera's id")["id"], id.as_str());
+        }
 
         let (status, record) =
-            control(&sb, &format!("/sandbox/refunds/{id}/fail"), json!({"reason": "Card expired", "deliver": false}))
+            control(&sb, &format!("/sandbox/refunds/{pid}/fail"), json!({"reason": "Card expired", "deliver": false}))
                 .await;
         assert_eq!((status, record["status"].as_str()), (200, Some("failed")), "{record}");
-        let state = a.verify_refund(&http, &c, &refund(&id, &ch, 500)).await.expect("verify");
-        assert_eq!((state.status, state.reason.as_deref()), (RemoteStatus::Failed, Some("Card expired")));
-        assert_eq!(control(&sb, &format!("/sandbox/refunds/{id}/succeed"), json!({})).await.0, 409);
+        let state = a.verify_refund(&http, &c, &refund(&id, &ch, 500, Some(&pid))).await.expect("verify");
+        assert_eq!(state.status, RemoteStatus::Failed, "{}", p.as_str());
+        if p == ProviderId::A {
+            assert_eq!(state.reason.as_deref(), Some("Card expired"));
+        }
+        assert_eq!(control(&sb, &format!("/sandbox/refunds/{pid}/succeed"), json!({})).await.0, 409);
 
         // A failed refund gives its amount back to the charge: the whole 12.50 can still go.
-        let whole = refund_id();
-        let state = a.create_refund(&http, &c, &refund(&whole, &ch, 1250)).await.expect("whole");
+        let whole = new_id();
+        let state = a.create_refund(&http, &c, &refund(&whole, &ch, 1250, None)).await.expect("whole");
         assert_eq!((state.status, state.amount), (RemoteStatus::Pending, 1250));
+        let wid = control_id(&state);
         let (status, record) =
-            control(&sb, &format!("/sandbox/refunds/{whole}/succeed"), json!({"deliver": false})).await;
+            control(&sb, &format!("/sandbox/refunds/{wid}/succeed"), json!({"deliver": false})).await;
         assert_eq!((status, record["status"].as_str()), (200, Some("success")), "{record}");
         assert_eq!(
-            a.verify_refund(&http, &c, &refund(&whole, &ch, 1250)).await.expect("verify").status,
+            a.verify_refund(&http, &c, &refund(&whole, &ch, 1250, Some(&wid))).await.expect("verify").status,
             RemoteStatus::Success
         );
-        // Nothing is left: one pesewa more is refused.
-        let err = a.create_refund(&http, &c, &refund(&refund_id(), &ch, 1)).await.expect_err("exceeds");
-        assert!(matches!(err, ProviderError::Rejected(ref m) if m.contains("400")), "{}: {err:?}", p.as_str());
+        // Nothing is left: one pesewa more is refused where the wire refunds a charge (Hubtel
+        // only sends money; Tessera's own ceiling holds there).
+        if p != ProviderId::C {
+            let err = a.create_refund(&http, &c, &refund(&new_id(), &ch, 1, None)).await.expect_err("exceeds");
+            assert!(matches!(err, ProviderError::Rejected(ref m) if m.contains("400")), "{}: {err:?}", p.as_str());
+        }
 
-        // Unknown refunds, another secret's refunds and unknown charges are not found.
-        assert_eq!(a.verify_refund(&http, &c, &refund(&refund_id(), &ch, 1)).await, Err(ProviderError::NotFound));
+        // Unknown refunds and another secret's refunds are not found.
+        let unknown = new_id();
+        let none = if p == ProviderId::B { None } else { Some(unknown.as_str()) };
+        assert_eq!(a.verify_refund(&http, &c, &refund(&unknown, &ch, 1, none)).await, Err(ProviderError::NotFound));
         let theirs = creds(&sb, p, "sk_theirs");
-        assert_eq!(a.verify_refund(&http, &theirs, &refund(&whole, &ch, 1250)).await, Err(ProviderError::NotFound));
-        let err = a.create_refund(&http, &c, &refund(&refund_id(), "T-nobody", 100)).await;
-        assert_eq!(err, Err(ProviderError::NotFound), "{}", p.as_str());
+        assert_eq!(
+            a.verify_refund(&http, &theirs, &refund(&whole, &ch, 1250, Some(&wid))).await,
+            Err(ProviderError::NotFound),
+            "{}",
+            p.as_str()
+        );
         // An unpaid charge is not refundable.
-        let unpaid = reference("unpaid");
-        a.initialize(&http, &c, &charge(&unpaid, &Value::Null, None)).await.expect("init");
-        let err = a.create_refund(&http, &c, &refund(&refund_id(), &unpaid, 100)).await.expect_err("unpaid");
-        assert!(matches!(err, ProviderError::Rejected(_)), "{err:?}");
+        let unpaid = Paid { reference: reference("unpaid"), ..ch };
+        a.initialize(&http, &c, &charge(&unpaid.reference, &Value::Null, None)).await.expect("init");
+        if p == ProviderId::A {
+            let err = a.create_refund(&http, &c, &refund(&new_id(), &unpaid, 100, None)).await.expect_err("unpaid");
+            assert!(matches!(err, ProviderError::Rejected(_)), "{err:?}");
+        }
         // An outage makes refunds unreachable, as it does everything else.
         control(&sb, &format!("/sandbox/providers/{}/outage", p.as_str()), json!({"down": true})).await;
-        let err = a.create_refund(&http, &c, &refund(&refund_id(), &ch, 1)).await.expect_err("down");
-        assert!(err.is_transient(), "{err:?}");
+        let err = a.create_refund(&http, &c, &refund(&new_id(), &unpaid, 1, None)).await.expect_err("down");
+        assert!(err.is_transient(), "{}: {err:?}", p.as_str());
         control(&sb, &format!("/sandbox/providers/{}/outage", p.as_str()), json!({"down": false})).await;
     }
+}
+
+#[tokio::test]
+async fn a_flutterwave_refund_of_an_unpaid_charge_is_refused_and_a_card_paid_hubtel_one_is_not_sent() {
+    let sb = start_sandbox().await;
+    let http = outbound();
+    let (c, a) = (creds(&sb, ProviderId::B, "sk_fw"), adapter(ProviderId::B));
+    let r = reference("unpaid");
+    a.initialize(&http, &c, &charge(&r, &Value::Null, None)).await.expect("init");
+    let id = sb.charge(&r).expect("record")["id"].as_u64().expect("a Flutterwave id").to_string();
+    let unpaid = Paid { reference: r, provider_id: Some(id), method: None, payer: None };
+    let err = a.create_refund(&http, &c, &refund(&new_id(), &unpaid, 100, None)).await.expect_err("unpaid");
+    assert!(matches!(err, ProviderError::Rejected(ref m) if m.contains("400")), "{err:?}");
+    assert!(sb.refunds().is_empty());
+
+    let (c, a) = (creds(&sb, ProviderId::C, "sk_hub"), adapter(ProviderId::C));
+    let r = reference("card");
+    a.initialize(&http, &c, &charge(&r, &Value::Null, None)).await.expect("init");
+    control(&sb, &format!("/sandbox/charges/{r}/succeed"), json!({"deliver": false, "method": "card"})).await;
+    let state = a.verify_charge(&http, &c, &r).await.expect("verify");
+    let card = Paid { reference: r, provider_id: state.provider_id, method: state.method, payer: None };
+    assert!(a.refund_refusal(&card.facts()).is_some());
+    let err = a.create_refund(&http, &c, &refund(&new_id(), &card, 100, None)).await.expect_err("card");
+    assert!(matches!(err, ProviderError::Rejected(_)), "{err:?}");
+    assert!(sb.refunds().is_empty() && sb.transfers_of("provider_c").is_empty(), "nothing was sent");
 }
 
 #[tokio::test]
 async fn two_racing_creates_of_one_refund_make_one_refund() {
     let sb = start_sandbox().await;
     let http = outbound();
-    for p in ProviderId::ALL {
+    // Flutterwave's refund call carries no id of Tessera's: only its refund worker, which never
+    // races itself, keeps it to one there.
+    for p in [ProviderId::A, ProviderId::C] {
         let (c, a) = (creds(&sb, p, "sk_race"), adapter(p));
         let ch = paid_charge(&sb, p, "sk_race").await;
-        let id = refund_id();
-        let req = refund(&id, &ch, 700);
+        let id = new_id();
+        let req = refund(&id, &ch, 700, None);
         let (one, two) = tokio::join!(a.create_refund(&http, &c, &req), a.create_refund(&http, &c, &req));
         let (one, two) = (one.expect("one"), two.expect("two"));
         assert_eq!(one, two, "{}", p.as_str());
-        assert_eq!(refunds_of(&sb, &ch).len(), 1, "{}", p.as_str());
+        assert_eq!(refunds_of(&sb, &ch.reference).len(), 1, "{}", p.as_str());
     }
 }
 
 #[tokio::test]
-async fn the_sandbox_reads_refunds_and_each_wire_answers_a_repeated_create_its_own_way() {
+async fn the_sandbox_reads_refunds_on_each_wire() {
     let sb = start_sandbox().await;
     let http = reqwest::Client::new();
-    let ch = paid_charge(&sb, ProviderId::B, "sk_gw").await;
-    let body =
-        json!({"reference": "R-gw-1", "transaction": ch, "amount": 300, "currency": "GHS", "reason": "Duplicate"});
-    let url = format!("{}/refunds", sb.provider_url("provider_b"));
-    let first = http.post(&url).bearer_auth("sk_gw").json(&body).send().await.expect("post");
-    assert_eq!(first.status(), 201);
-    let first: Value = first.json().await.expect("json");
-    assert_eq!((first["id"].as_str(), first["status"].as_str()), (Some("R-gw-1"), Some("pending")));
-    let second = http.post(&url).bearer_auth("sk_gw").json(&body).send().await.expect("post");
-    assert_eq!(second.status(), 200, "the same reference answers the refund it has");
-    assert_eq!(second.json::<Value>().await.expect("json"), first);
-    let other = http.post(&url).bearer_auth("sk_other").json(&body).send().await.expect("post");
-    assert_eq!(other.status(), 409);
-    let too_much = json!({"reference": "R-gw-2", "transaction": ch, "amount": 951});
-    let r = http.post(&url).bearer_auth("sk_gw").json(&too_much).send().await.expect("post");
-    assert_eq!(r.status(), 400);
-    assert_eq!(r.json::<Value>().await.expect("json")["error"]["code"], "refund_exceeds_payment");
+    // Flutterwave's wire: by the transaction's id, decimal amounts, listed by date.
+    let ch = paid_charge(&sb, ProviderId::B, "sk_fw").await;
+    let tx = ch.provider_id.clone().expect("id");
+    let url = format!("{}/v3/transactions/{tx}/refund", sb.provider_url("provider_b"));
+    let first: Value = http
+        .post(&url)
+        .bearer_auth("sk_fw")
+        .json(&json!({"amount": 3, "comments": "Duplicate"}))
+        .send()
+        .await
+        .expect("post")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        (first["status"].as_str(), first["data"]["status"].as_str()),
+        (Some("success"), Some("pending")),
+        "{first}"
+    );
+    assert_eq!((first["data"]["amount_refunded"].as_i64(), first["data"]["tx_id"].to_string()), (Some(3), tx.clone()));
+    let other = http.post(&url).bearer_auth("sk_other").json(&json!({"amount": 1})).send().await.expect("post");
+    assert_eq!(other.status(), 404);
+    let too_much = http.post(&url).bearer_auth("sk_fw").json(&json!({"amount": 9.51})).send().await.expect("post");
+    assert_eq!(too_much.status(), 400);
+    let today = &first["data"]["created_at"].as_str().expect("created_at")[..10];
+    let listed: Value = http
+        .get(format!("{}/v3/refunds?from={today}&to={today}", sb.provider_url("provider_b")))
+        .bearer_auth("sk_fw")
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(listed["data"].as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed["meta"]["page_info"]["total_pages"], 1);
+    let bad = http
+        .get(format!("{}/v3/refunds?from=yesterday", sb.provider_url("provider_b")))
+        .bearer_auth("sk_fw")
+        .send()
+        .await
+        .expect("list");
+    assert_eq!(bad.status(), 400);
+    let fw_id = first["data"]["id"].to_string();
+    assert_eq!(sb.refund(&fw_id).expect("record")["reason"], "Duplicate");
 
     // Paystack's wire: Tessera's id is the merchant_note; a second one with it is refused.
-    let pch = paid_charge(&sb, ProviderId::A, "sk_ps").await;
+    let pch = paid_charge(&sb, ProviderId::A, "sk_ps").await.reference;
     let url = format!("{}/refund", sb.provider_url("provider_a"));
     let body = json!({"transaction": pch, "amount": 250, "merchant_note": "R-ps-1"});
     let r: Value =
@@ -418,47 +613,88 @@ async fn the_sandbox_reads_refunds_and_each_wire_answers_a_repeated_create_its_o
     assert!(got["createdAt"].is_string());
     let all: Vec<Value> =
         reqwest::get(format!("{}/sandbox/refunds", sb.base_url())).await.expect("get").json().await.expect("json");
-    let ids: Vec<&str> = all.iter().filter_map(|r| r["id"].as_str()).collect();
-    assert_eq!(ids, ["R-ps-1", "R-gw-1"], "newest first");
-    assert_eq!(sb.refund("R-gw-1").expect("record")["reason"], "Duplicate");
+    let providers: Vec<&str> = all.iter().filter_map(|r| r["provider"].as_str()).collect();
+    assert_eq!(providers, ["provider_a", "provider_b"], "newest first");
     assert_eq!(reqwest::get(format!("{}/sandbox/refunds/nope", sb.base_url())).await.expect("get").status(), 404);
     assert_eq!(control(&sb, "/sandbox/refunds/nope/succeed", json!({})).await.0, 404);
-    assert_eq!(control(&sb, "/sandbox/refunds/R-gw-1/refund", json!({})).await.0, 404);
+    assert_eq!(control(&sb, "/sandbox/refunds/R-ps-1/refund", json!({})).await.0, 404);
+
+    // Hubtel's wire: money sent back to the payer of a paid charge is that charge's refund.
+    let hch = paid_charge(&sb, ProviderId::C, "sk_hub").await;
+    let id = new_id();
+    let send = json!({"RecipientName": "Ama", "RecipientMsisdn": hch.payer, "Channel": "vodafone-gh", "Amount": 2.5,
+                      "PrimaryCallbackURL": "http://127.0.0.1:9/cb", "Description": "Refund",
+                      "ClientReference": id.replace('-', "")});
+    let url = format!("{}/api/merchants/2017002/send/mobilemoney", sb.provider_url("provider_c"));
+    let sent: Value = http
+        .post(&url)
+        .basic_auth("api", Some("sk_hub"))
+        .json(&send)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        (sent["ResponseCode"].as_str(), sent["Data"]["Amount"].to_string()),
+        (Some("0001"), "2.5".into()),
+        "{sent}"
+    );
+    let record = sb.refund(&id).expect("a refund");
+    assert_eq!((record["transaction"].as_str(), record["amount"].as_i64()), (Some(hch.reference.as_str()), Some(250)));
+    let denied = http.post(&url).basic_auth("api", None::<&str>).json(&send).send().await.expect("send");
+    assert_eq!(denied.status(), 401);
 }
 
 #[tokio::test]
-async fn refund_callbacks_are_signed_and_parse_to_the_charge_reference() {
+async fn refund_callbacks_are_signed_and_name_what_they_are_about() {
     let sb = start_sandbox().await;
     let rx = receiver().await;
     sb.set_notify_url(rx.url.clone());
     let http = outbound();
     for p in ProviderId::ALL {
         let secret = format!("sk_rhook_{}", p.as_str());
-        let (c, a) = (creds(&sb, p, &secret), adapter(p));
+        let (c, a) = (creds_back_to(&sb, p, &secret, &rx.url), adapter(p));
         let ch = paid_charge(&sb, p, &secret).await;
-        let success = if p == ProviderId::A { "refund.processed" } else { "refund.success" };
-        for (action, event) in [("succeed", success), ("fail", "refund.failed")] {
-            let id = refund_id();
-            let state = a.create_refund(&http, &c, &refund(&id, &ch, 400)).await.expect("create");
-            let (status, _) = control(&sb, &format!("/sandbox/refunds/{id}/{action}"), json!({})).await;
-            assert_eq!(status, 200);
+        // Two amounts: Flutterwave's listing adopts a lost refund by its charge and amount.
+        for (action, success, amount) in [("succeed", true, 400), ("fail", false, 300)] {
+            let id = new_id();
+            let state = a.create_refund(&http, &c, &refund(&id, &ch, amount, None)).await.expect("create");
+            let pid = control_id(&state);
+            let (status, rec) = control(&sb, &format!("/sandbox/refunds/{pid}/{action}"), json!({})).await;
+            assert_eq!(status, 200, "{}: {pid} {rec}", p.as_str());
             let (path, headers, body) = rx.got.lock().expect("lock").last().cloned().expect("a callback arrived");
-            assert_eq!(path, format!("/api/white-label/webhooks/{}", p.as_str()));
+            assert_eq!(path, callback_path(p));
             let sig = headers.get(p.signature_header()).and_then(|v| v.to_str().ok()).expect("signature").to_string();
             assert!(a.verify_signature(secret.as_bytes(), &body, &sig), "{}", p.as_str());
             assert!(!a.verify_signature(b"sk_someone_else", &body, &sig));
             let e = a.parse_callback(&body).expect("event");
-            assert_eq!((e.event.as_str(), e.reference.as_str()), (event, ch.as_str()), "{}", p.as_str());
-            assert_eq!(e.id, state.provider_id);
-            // The sandbox logs the delivery under Tessera's refund id.
-            assert_eq!(deliveries(&sb, &id)[0]["status"], 200);
+            let v: Value = serde_json::from_slice(&body).expect("json");
+            match p {
+                ProviderId::A => {
+                    let event = if success { "refund.processed" } else { "refund.failed" };
+                    assert_eq!((e.event.as_str(), e.reference.as_str()), (event, ch.reference.as_str()));
+                }
+                ProviderId::B => {
+                    assert_eq!((e.event.as_str(), e.reference.as_str()), ("refund.completed", ch.reference.as_str()));
+                    assert_eq!(v["data"]["status"], if success { "completed" } else { "failed" });
+                }
+                ProviderId::C => {
+                    assert_eq!((e.event.as_str(), e.reference.as_str()), ("hubtel.send", id.as_str()));
+                    assert_eq!(v["ResponseCode"], if success { "0000" } else { "2001" });
+                }
+            }
+            // The sandbox logs the delivery under the refund's id in its record.
+            let logged = sb.refund(&pid).expect("record")["id"].as_str().expect("id").to_string();
+            assert_eq!(deliveries(&sb, &logged)[0]["status"], 200);
         }
     }
     // `{"deliver": false}` settles without a callback.
-    let ch = paid_charge(&sb, ProviderId::C, "sk_quiet").await;
-    let id = refund_id();
-    adapter(ProviderId::C)
-        .create_refund(&http, &creds(&sb, ProviderId::C, "sk_quiet"), &refund(&id, &ch, 100))
+    let ch = paid_charge(&sb, ProviderId::A, "sk_quiet").await;
+    let id = new_id();
+    adapter(ProviderId::A)
+        .create_refund(&http, &creds(&sb, ProviderId::A, "sk_quiet"), &refund(&id, &ch, 100, None))
         .await
         .expect("create");
     control(&sb, &format!("/sandbox/refunds/{id}/succeed"), json!({"deliver": false})).await;
@@ -497,7 +733,7 @@ async fn a_missing_secret_is_rejected_and_a_guarded_private_url_is_blocked() {
     let http = outbound();
     for p in ProviderId::ALL {
         let err = adapter(p).verify_charge(&http, &creds(&sb, p, ""), "x").await.expect_err("401");
-        assert!(matches!(err, ProviderError::Rejected(ref m) if m.contains("401")), "{err:?}");
+        assert!(matches!(err, ProviderError::Rejected(ref m) if m.contains("401")), "{}: {err:?}", p.as_str());
         // An account-supplied loopback URL never leaves Tessera unless private endpoints are allowed.
         let mut c = creds(&sb, p, "sk");
         c.account_supplied = true;
@@ -515,38 +751,61 @@ async fn sandbox_callbacks_are_signed_with_the_charge_secret_and_verify_with_the
     sb.set_notify_url(rx.url.clone());
     let http = outbound();
     for p in ProviderId::ALL {
-        let (c, a) = (creds(&sb, p, &format!("sk_hook_{}", p.as_str())), adapter(p));
+        let secret = format!("sk_hook_{}", p.as_str());
+        let (c, a) = (creds_back_to(&sb, p, &secret, &rx.url), adapter(p));
         let r = reference("hook");
         a.initialize(&http, &c, &charge(&r, &Value::Null, None)).await.expect("init");
         let (status, _) = control(&sb, &format!("/sandbox/charges/{r}/succeed"), json!({})).await;
         assert_eq!(status, 200);
         // The first attempt is made before the control call answers.
         let (path, headers, body) = rx.got.lock().expect("lock").last().cloned().expect("a callback arrived");
-        assert_eq!(path, format!("/api/white-label/webhooks/{}", p.as_str()));
+        assert_eq!(path, callback_path(p));
         let sig =
             headers.get(p.signature_header()).and_then(|v| v.to_str().ok()).expect("signature header").to_string();
-        let secret = format!("sk_hook_{}", p.as_str());
         assert!(a.verify_signature(secret.as_bytes(), &body, &sig), "{}", p.as_str());
         assert!(!a.verify_signature(b"sk_someone_else", &body, &sig));
         let v: Value = serde_json::from_slice(&body).expect("json");
-        assert_eq!(v["event"], "charge.success");
-        for k in ["id", "reference", "status", "amount", "currency", "fees", "customer", "paid_at"] {
-            assert!(v["data"].get(k).is_some(), "data.{k} in {v}");
-        }
-        assert_eq!(v["data"]["customer"]["email"], "ama@example.com");
         let event = a.parse_callback(&body).expect("event");
-        assert_eq!((event.event.as_str(), event.reference.as_str()), ("charge.success", r.as_str()));
+        assert_eq!(event.reference, r, "{}", p.as_str());
         assert!(event.id.is_some());
+        match p {
+            ProviderId::A => {
+                assert_eq!(v["event"], "charge.success");
+                for k in ["id", "reference", "status", "amount", "currency", "fees", "customer", "paid_at"] {
+                    assert!(v["data"].get(k).is_some(), "data.{k} in {v}");
+                }
+            }
+            ProviderId::B => {
+                assert_eq!(
+                    (v["event"].as_str(), v["data"]["status"].as_str()),
+                    (Some("charge.completed"), Some("successful"))
+                );
+                assert_eq!(
+                    (v["data"]["tx_ref"].as_str(), v["data"]["amount"].to_string()),
+                    (Some(r.as_str()), "12.5".into())
+                );
+                assert_eq!(v["data"]["customer"]["email"], "ama@example.com");
+            }
+            ProviderId::C => {
+                assert_eq!((v["ResponseCode"].as_str(), v["Data"]["Status"].as_str()), (Some("0000"), Some("Success")));
+                assert_eq!(v["Data"]["ClientReference"], r.replace('_', ""));
+                assert_eq!(event.payer.as_deref(), sb.charge(&r).expect("record")["payer"].as_str());
+            }
+        }
         assert_eq!(deliveries(&sb, &r)[0]["status"], 200);
     }
     // Transfers carry their failure reason.
-    let r = reference("tw");
+    let r = new_id();
     let c = creds(&sb, ProviderId::B, "sk_t");
     adapter(ProviderId::B).create_transfer(&http, &c, &transfer(&r)).await.expect("transfer");
     control(&sb, &format!("/sandbox/transfers/{r}/fail"), json!({"reason": "Invalid account"})).await;
     let (_, headers, body) = rx.got.lock().expect("lock").last().cloned().expect("callback");
     let v: Value = serde_json::from_slice(&body).expect("json");
-    assert_eq!((v["event"].as_str(), v["data"]["reason"].as_str()), (Some("transfer.failed"), Some("Invalid account")));
+    assert_eq!((v["event"].as_str(), v["data"]["status"].as_str()), (Some("transfer.completed"), Some("FAILED")));
+    assert_eq!(
+        (v["data"]["reference"].as_str(), v["data"]["complete_message"].as_str()),
+        (Some(r.as_str()), Some("Invalid account"))
+    );
     let sig = headers.get("x-provider_b-signature").and_then(|v| v.to_str().ok()).expect("sig");
     assert!(adapter(ProviderId::B).verify_signature(b"sk_t", &body, sig));
 }
@@ -555,31 +814,49 @@ async fn sandbox_callbacks_are_signed_with_the_charge_secret_and_verify_with_the
 async fn the_checkout_page_pays_or_declines_and_redirects_to_the_callback() {
     let sb = start_sandbox().await;
     let http = outbound();
-    let c = creds(&sb, ProviderId::A, "sk_checkout");
-    let a = adapter(ProviderId::A);
     let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
-    for (action, status) in [("pay", "success"), ("decline", "failed")] {
-        let r = reference(action);
-        let init = a
-            .initialize(&http, &c, &charge(&r, &Value::Null, Some("https://shop.example.com/done?x=1")))
-            .await
-            .expect("init");
-        let page = browser.get(&init.authorization_url).send().await.expect("page");
-        assert_eq!(page.status(), 200);
-        let html = page.text().await.expect("html");
-        for needle in ["GHS 12.50", "ama@example.com", r.as_str(), "provider_a", "/pay\"", "/decline\""] {
-            assert!(html.contains(needle), "{needle} on the page");
+    for p in ProviderId::ALL {
+        let (c, a) = (creds(&sb, p, "sk_checkout"), adapter(p));
+        for (action, status) in [("pay", "success"), ("decline", "failed")] {
+            let r = reference(action);
+            let init = a
+                .initialize(&http, &c, &charge(&r, &Value::Null, Some("https://shop.example.com/done?x=1")))
+                .await
+                .expect("init");
+            let page = browser.get(&init.authorization_url).send().await.expect("page");
+            assert_eq!(page.status(), 200);
+            let html = page.text().await.expect("html");
+            for needle in ["GHS 12.50", p.as_str(), "/pay\"", "/decline\""] {
+                assert!(html.contains(needle), "{needle} on the page");
+            }
+            let done = browser.post(format!("{}/{action}", init.authorization_url)).send().await.expect("submit");
+            assert_eq!(done.status(), 303);
+            let location = done.headers().get("location").and_then(|v| v.to_str().ok()).expect("location");
+            let id = sb.charge(&r).expect("record")["id"].to_string();
+            let wire = r.replace('_', "");
+            let expected = match (p, status) {
+                (ProviderId::A, _) => format!("https://shop.example.com/done?x=1&reference={r}&status={status}"),
+                (ProviderId::B, "success") => {
+                    format!("https://shop.example.com/done?x=1&status=successful&tx_ref={r}&transaction_id={id}")
+                }
+                (ProviderId::B, _) => {
+                    format!("https://shop.example.com/done?x=1&status=cancelled&tx_ref={r}&transaction_id={id}")
+                }
+                (ProviderId::C, "success") => {
+                    format!("https://shop.example.com/done?x=1&reference={wire}&status=success")
+                }
+                // Hubtel sends a declined checkout to its cancellationUrl.
+                (ProviderId::C, _) => "https://shop.example.com/done?x=1&cancelled=1".to_string(),
+            };
+            assert_eq!(location, expected, "{}", p.as_str());
+            let remote = if status == "success" { RemoteStatus::Success } else { RemoteStatus::Failed };
+            assert_eq!(a.verify_charge(&http, &c, &r).await.expect("verify").status, remote);
+            let again = browser.post(format!("{}/pay", init.authorization_url)).send().await.expect("again");
+            assert_eq!(again.status(), 409);
         }
-        let done = browser.post(format!("{}/{action}", init.authorization_url)).send().await.expect("submit");
-        assert_eq!(done.status(), 303);
-        let location = done.headers().get("location").and_then(|v| v.to_str().ok()).expect("location");
-        assert_eq!(location, format!("https://shop.example.com/done?x=1&reference={r}&status={status}"));
-        let expected = if status == "success" { RemoteStatus::Success } else { RemoteStatus::Failed };
-        assert_eq!(a.verify_charge(&http, &c, &r).await.expect("verify").status, expected);
-        let again = browser.post(format!("{}/pay", init.authorization_url)).send().await.expect("again");
-        assert_eq!(again.status(), 409);
     }
     // Without a callback the page shows the result.
+    let (c, a) = (creds(&sb, ProviderId::A, "sk_checkout"), adapter(ProviderId::A));
     let r = reference("nocb");
     let init = a.initialize(&http, &c, &charge(&r, &Value::Null, None)).await.expect("init");
     let done = browser.post(format!("{}/pay", init.authorization_url)).send().await.expect("submit");
@@ -603,9 +880,13 @@ async fn settling_twice_is_409_with_the_record_and_unknown_references_are_404() 
     );
     assert_eq!(control(&sb, "/sandbox/charges/T-nobody/succeed", json!({})).await.0, 404);
     assert_eq!(control(&sb, "/sandbox/transfers/W-nobody/fail", json!({})).await.0, 404);
-    let got = reqwest::get(format!("{}/sandbox/charges/{r}", sb.base_url())).await.expect("get");
-    assert_eq!(got.status(), 200);
-    assert_eq!(got.json::<Value>().await.expect("json")["provider"], "provider_c");
+    assert_eq!(control(&sb, &format!("/sandbox/charges/{r}/succeed"), json!({"method": "cash"})).await.0, 400);
+    // By Tessera's reference and by Hubtel's.
+    for name in [r.clone(), r.replace('_', "")] {
+        let got = reqwest::get(format!("{}/sandbox/charges/{name}", sb.base_url())).await.expect("get");
+        assert_eq!(got.status(), 200);
+        assert_eq!(got.json::<Value>().await.expect("json")["provider"], "provider_c");
+    }
     assert_eq!(reqwest::get(format!("{}/sandbox/transfers/nope", sb.base_url())).await.expect("get").status(), 404);
 }
 
@@ -628,13 +909,74 @@ async fn a_callback_to_a_dead_notify_url_is_retried_three_more_times_and_recorde
     assert_eq!(d.len(), 4, "{d:?}");
     for (i, item) in d.iter().enumerate() {
         assert_eq!(item["attempt"], i as u64 + 1);
-        assert_eq!(item["event"], "charge.failed");
+        assert_eq!(item["event"], "charge.completed");
         assert_eq!(item["url"], "http://127.0.0.1:9/api/white-label/webhooks/provider_b");
         assert!(item["status"].is_null() && item["error"].is_string(), "{item}");
     }
     let listed: Vec<Value> =
         reqwest::get(format!("{}/sandbox/webhooks", sb.base_url())).await.expect("get").json().await.expect("json");
     assert_eq!(listed[0]["attempt"], 4, "newest first");
+}
+
+#[tokio::test]
+async fn mobile_money_on_the_real_wires_flutterwave_by_page_and_hubtel_by_prompt() {
+    let sb = start_sandbox().await;
+    let http = outbound();
+    // Flutterwave's Ghana mobile money needs a page (D18.2): the redirect is the checkout page.
+    let (c, a) = (creds(&sb, ProviderId::B, "sk_fw"), adapter(ProviderId::B));
+    let r = reference("fwmomo");
+    let req =
+        ChargeRequest { method: Some("mobile_money"), phone: Some("0241234567"), ..charge(&r, &Value::Null, None) };
+    let init = a.initialize(&http, &c, &req).await.expect("initialize");
+    assert_eq!(init.authorization_url, format!("{}/checkout/{r}", sb.base_url()));
+    let rec = sb.charge(&r).expect("record");
+    assert_eq!(
+        (rec["channel"].as_str(), rec["network"].as_str(), rec["phone"].as_str()),
+        (Some("mobile_money"), Some("mtn"), Some("233241234567"))
+    );
+    control(&sb, &format!("/sandbox/charges/{r}/succeed"), json!({"deliver": false})).await;
+    let state = a.verify_charge(&http, &c, &r).await.expect("verify");
+    assert_eq!((state.status, state.method.as_deref()), (RemoteStatus::Success, Some("mobile_money")));
+    assert!(!a.can_push(), "USSD votes never route to Flutterwave (D18.5)");
+
+    // Hubtel's receive money: the prompt waits on the handset; a repeat is counted, not refused.
+    let (c, a) = (creds(&sb, ProviderId::C, "sk_hub"), adapter(ProviderId::C));
+    let r = reference("hubmomo");
+    let meta = json!({"channel": "ussd"});
+    let req = tessera_server::providers::payments::MobileMoneyCharge {
+        reference: &r,
+        amount: 875,
+        currency: "GHS",
+        email: "233241234567@ussd.invalid",
+        msisdn: "233241234567",
+        network: "vod",
+        name: Some("Ama"),
+        description: Some("4 votes"),
+        metadata: &meta,
+    };
+    assert_eq!(a.charge_mobile_money(&http, &c, &req).await, Ok(()));
+    assert_eq!(a.charge_mobile_money(&http, &c, &req).await, Ok(()));
+    let rec = sb.charge(&r).expect("record");
+    assert_eq!(
+        (rec["prompts"].as_i64(), rec["network"].as_str(), rec["status"].as_str()),
+        (Some(2), Some("vod"), Some("pending"))
+    );
+    assert_eq!(sb.charges_for_phone("241234567").len(), 2);
+    assert_eq!(a.verify_charge(&http, &c, &r).await.expect("verify").status, RemoteStatus::Pending);
+    control(&sb, &format!("/sandbox/charges/{r}/succeed"), json!({"deliver": false})).await;
+    let state = a.verify_charge(&http, &c, &r).await.expect("verify");
+    assert_eq!(
+        (state.status, state.amount, state.method.as_deref()),
+        (RemoteStatus::Success, 875, Some("mobile_money"))
+    );
+
+    // A bank payout at Hubtel is a send to the bank code, a transfer at the sandbox.
+    let w = new_id();
+    let bank = TransferRequest { bank_code: "300315", account_number: "1441000999", bank_name: "GCB", ..transfer(&w) };
+    let state = a.create_transfer(&http, &c, &bank).await.expect("transfer");
+    assert_eq!((state.status, state.amount), (RemoteStatus::Pending, 5000));
+    let rec = sb.transfer(&w).expect("record");
+    assert_eq!((rec["recipient"]["BankCode"].as_str(), rec["reference"].as_str()), (Some("300315"), Some(w.as_str())));
 }
 
 #[tokio::test]

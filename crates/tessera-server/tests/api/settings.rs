@@ -424,7 +424,8 @@ async fn the_provider_summary_follows_the_routing_rule(b: Backend) {
     );
     // Its own credentials only: the providers it holds a secret for.
     let own = json!({"useSharedDefaults": false, "defaultProvider": null, "fallbackProvider": null,
-        "providers": {"provider_c": {"secretKey": "sk_test_own_c_123456"}}});
+        "providers": {"provider_c": {"secretKey": "sk_test_own_c_123456", "apiId": "own-api-id",
+            "posSalesId": "2020001", "prepaidDepositId": "2020002", "callbackToken": "own-token-123456"}}});
     patch(&p, "payments", own).await;
     assert_eq!(context(&p).await, json!([item("provider_c", "account", true, false)]));
 }

@@ -11,6 +11,7 @@ use super::{PROVIDERS, SEALED};
 use crate::domain::check;
 use crate::domain::money;
 use crate::domain::payments::FeeBearer;
+use crate::providers::payments::ProviderId;
 
 fn value<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
     Value::deserialize(d)
@@ -123,6 +124,30 @@ impl<'de> Deserialize<'de> for Provider {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         one_of(d, &PROVIDERS).map(Provider)
     }
+}
+
+/// A provider that can charge a handset without a page (`ussd.provider`, D18.5).
+#[derive(Debug, Clone)]
+pub struct PushProvider(pub String);
+
+impl<'de> Deserialize<'de> for PushProvider {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = one_of(d, &PROVIDERS)?;
+        match push_refusal(&name) {
+            Some(why) => Err(broken(why)),
+            None => Ok(PushProvider(name)),
+        }
+    }
+}
+
+/// Why `name` cannot charge a USSD vote (D18.5), or `None` when it can.
+pub fn push_refusal(name: &str) -> Option<String> {
+    let pushes = |n: &&str| ProviderId::parse(n).is_some_and(ProviderId::can_push);
+    if pushes(&name) {
+        return None;
+    }
+    let able: Vec<&str> = PROVIDERS.iter().copied().filter(pushes).collect();
+    Some(format!("{name} cannot charge a handset without a page; USSD votes need one of {}", able.join(", ")))
 }
 
 /// `customer` or `organizer` (D12.3).

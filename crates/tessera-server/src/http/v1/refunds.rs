@@ -45,7 +45,9 @@ crate::error_responses! {
     RefundConflict = crate::http::error::ErrorEnvelope {
         409 => "`not_refundable` (the payment is not a successful paid one), `refund_exceeds_payment` (more \
                 than what is left, pending refunds counted), `ticket_not_refundable` (a named ticket is checked \
-                in, void or of another purchase), `insufficient_balance`, or `idempotency_key_reused`. Nothing \
+                in, void or of another purchase), `insufficient_balance`, `refund_not_supported` (the payment's \
+                provider cannot refund it: Hubtel refunds only mobile-money payments of a known payer, D18.3), \
+                or `idempotency_key_reused`. Nothing \
                 is written and the key stays free.",
     }
 }

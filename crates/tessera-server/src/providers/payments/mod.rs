@@ -1,21 +1,22 @@
 //! Payment providers (D11.1): one trait, one adapter file per provider. `provider_a` speaks
-//! Paystack's API; `provider_b` and `provider_c` speak the gateway protocol of
-//! docs/providers.md and differ only in their callback signature (D6.1).
+//! Paystack's API, `provider_b` Flutterwave's v3 API (D18.2) and `provider_c` Hubtel
+//! ([`hubtel`], D18.3).
 //!
 //! The list of providers is the one `providers!` table below: it makes [`ProviderId`], its
 //! names (the callback route's `:provider`, the settings' `defaultProvider` and `providers.<name>`,
 //! the configuration's `[providers.<name>]` and `TESSERA_<NAME>_…`) and [`adapter`]. Adding a
 //! real provider is one new adapter file and one line in that table.
 //!
-//! Amounts cross this boundary in pesewas, as every adapter's wire does.
+//! Amounts cross this boundary in pesewas; Flutterwave's and Hubtel's wires take decimal GHS,
+//! converted exactly inside their adapters (D18.1, [`wire::ghs`], [`wire::pesewas_at`]).
 //!
 //! Refunds (D17.36, contract of issue 26): [`PaymentProvider::create_refund`] makes a refund
-//! once per Tessera refund id, whatever the retries (the id is the refund's reference at the
-//! provider), and [`PaymentProvider::verify_refund`] polls it, as transfers are polled (D16.5).
-pub mod gateway;
+//! once per Tessera refund id, whatever the retries (each wire's way: Paystack's note, Hubtel's
+//! ClientReference, Flutterwave's listing), and [`PaymentProvider::verify_refund`] polls it, as
+//! transfers are polled (D16.5).
+pub mod flutterwave;
+pub mod hubtel;
 pub mod provider_a;
-pub mod provider_b;
-pub mod provider_c;
 pub mod wire;
 
 use secrecy::SecretString;
@@ -74,13 +75,19 @@ macro_rules! providers {
 
 providers! {
     A => "provider_a", provider_a::ProviderA, ["x-paystack-signature"];
-    B => "provider_b", provider_b::PROVIDER_B, [];
-    C => "provider_c", provider_c::PROVIDER_C, [];
+    B => "provider_b", flutterwave::Flutterwave, [];
+    C => "provider_c", hubtel::Hubtel, [];
 }
 
 impl ProviderId {
     pub fn parse(s: &str) -> Option<ProviderId> {
         ProviderId::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// Whether the provider can charge a handset without a page (USSD votes, D18.5): the
+    /// settings refuse one that cannot as `ussd.provider`.
+    pub fn can_push(self) -> bool {
+        adapter(self).can_push()
     }
 }
 
@@ -153,6 +160,11 @@ pub struct ChargeRequest<'a> {
     pub description: Option<&'a str>,
     pub callback_url: Option<&'a str>,
     pub metadata: &'a Value,
+    /// `mobile_money` when the checkout asked to pay by mobile money on the web (D18.2:
+    /// Flutterwave's Ghana mobile-money charge); `None` for the provider's own page.
+    pub method: Option<&'a str>,
+    /// The payer's network (`mtn`, `vod`, `atl`) when the checkout named it.
+    pub network: Option<&'a str>,
 }
 
 /// A mobile-money charge to make (D17.21): the customer approves a prompt on their handset, so

@@ -1,4 +1,4 @@
-//! What every adapter's wire shares: one JSON call with the Bearer secret through
+//! What every adapter's wire shares: one JSON call with the Bearer secret (or Basic auth) through
 //! [`Outbound`] (D16.25), the mapping of transport failures and 5xx to
 //! [`ProviderError::Unreachable`], and constant-time callback signature checks (D6.1).
 use hmac::{Mac, SimpleHmac};
@@ -58,13 +58,11 @@ pub(super) fn local_phone(msisdn: &str) -> String {
     }
 }
 
-/// An MSISDN in E.164 form, `+233241234567` (a local `0…` number is taken as Ghana's).
-pub(super) fn e164_phone(msisdn: &str) -> String {
-    let digits: String = msisdn.chars().filter(char::is_ascii_digit).collect();
-    match digits.strip_prefix('0') {
-        Some(rest) if rest.len() == 9 => format!("+233{rest}"),
-        _ => format!("+{digits}"),
-    }
+/// How a call authenticates: the secret as a Bearer token (Paystack, Flutterwave),
+/// or Basic `user:password` (Hubtel's `apiId:secretKey`).
+pub(super) enum Auth<'a> {
+    Bearer(&'a str),
+    Basic(&'a str, &'a str),
 }
 
 /// Sends `method {base}{path}` with the Bearer secret and an optional JSON body. Network errors,
@@ -77,11 +75,26 @@ pub(super) async fn call(
     body: Option<&Value>,
 ) -> ProviderResult<Answer> {
     let url = format!("{}{}", creds.base_url.trim_end_matches('/'), path);
-    let client = http.client_for(&url, creds.account_supplied).map_err(ProviderError::Blocked)?;
-    let mut req = client
-        .request(method, &url)
-        .bearer_auth(creds.secret_key.expose_secret())
-        .header(reqwest::header::ACCEPT, "application/json");
+    let auth = Auth::Bearer(creds.secret_key.expose_secret());
+    call_url(http, &url, creds.account_supplied, auth, method, body).await
+}
+
+/// Sends `method url` with `auth` and an optional JSON body (`account_supplied`: the URL goes
+/// through the private-address guard); errors as [`call`]'s.
+pub(super) async fn call_url(
+    http: &Outbound,
+    url: &str,
+    account_supplied: bool,
+    auth: Auth<'_>,
+    method: reqwest::Method,
+    body: Option<&Value>,
+) -> ProviderResult<Answer> {
+    let client = http.client_for(url, account_supplied).map_err(ProviderError::Blocked)?;
+    let req = client.request(method, url).header(reqwest::header::ACCEPT, "application/json");
+    let mut req = match auth {
+        Auth::Bearer(token) => req.bearer_auth(token),
+        Auth::Basic(user, password) => req.basic_auth(user, Some(password)),
+    };
     if let Some(b) = body {
         req = req.json(b);
     }
@@ -267,13 +280,10 @@ mod tests {
     }
 
     #[test]
-    fn phones_take_the_local_and_the_e164_forms() {
+    fn phones_take_the_local_form() {
         assert_eq!(local_phone("233241234567"), "0241234567");
         assert_eq!(local_phone("+233241234567"), "0241234567");
         assert_eq!(local_phone("0241234567"), "0241234567");
-        assert_eq!(e164_phone("233241234567"), "+233241234567");
-        assert_eq!(e164_phone("+233241234567"), "+233241234567");
-        assert_eq!(e164_phone("0241234567"), "+233241234567");
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! - `tickets`, `portal`, `console`: issued tickets, the reseller portal, the console browser.
 //! - `fakes_sms`: Africa's Talking's SMS API, faked from its documentation (D18.4).
 //! - `process`: `tessera serve` as a real process (the SIGKILL tests).
+//! - `fakes`: providers' real wires faked from their documentation (`fakes::hubtel`).
 //! - `db`: direct SQL for what no route writes (events recorded as the store records them), and
 //!   the clock in the store's milliseconds.
 #![allow(dead_code)]
@@ -49,6 +50,7 @@ pub mod catalogue;
 pub mod client;
 pub mod console;
 pub mod db;
+pub mod fakes;
 pub mod fakes_sms;
 pub mod ledger;
 pub mod mail;

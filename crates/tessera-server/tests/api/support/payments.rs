@@ -37,6 +37,11 @@ pub async fn spawn_paid(b: Backend) -> PayApp {
     spawn_paid_with(b, |_| {}).await
 }
 
+/// The platform's Flutterwave webhook hash in [`spawn_paid_with`].
+pub const PLATFORM_WEBHOOK_HASH: &str = "platform-flutterwave-hash";
+/// The platform's Hubtel callback token in [`spawn_paid_with`].
+pub const PLATFORM_CALLBACK_TOKEN: &str = "platform-hubtel-token";
+
 /// A sandbox on free loopback ports, its SMTP sink included.
 pub async fn start_sandbox() -> SandboxHandle {
     Sandbox::start(SandboxOptions {
@@ -61,6 +66,20 @@ pub async fn spawn_paid_with(b: Backend, tweak: impl FnOnce(&mut tessera_server:
             shared.base_url = url.clone();
             shared.secret_key = platform_secret(name).into();
         }
+        // Flutterwave's webhook hash; Hubtel's ids and callback token, and the server's own
+        // address it calls back to (D18.45): a port picked now, the server listens on it.
+        if let Some(b) = c.providers.get_mut("provider_b") {
+            b.webhook_hash = PLATFORM_WEBHOOK_HASH.to_string().into();
+        }
+        if let Some(h) = c.providers.get_mut("provider_c") {
+            h.api_id = "platform-api-id".into();
+            h.pos_sales_id = "2017001".into();
+            h.prepaid_deposit_id = "2017002".into();
+            h.callback_token = PLATFORM_CALLBACK_TOKEN.to_string().into();
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        c.listen = format!("127.0.0.1:{port}").parse().expect("addr");
+        c.http.public_url = format!("http://127.0.0.1:{port}");
         c.security.rate_limit_per_account = 0;
         c.security.rate_limit_per_ip = 0;
         c.workers.enabled = false;
