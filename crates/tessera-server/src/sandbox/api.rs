@@ -304,7 +304,6 @@ async fn ps_transfer_verify(
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};

@@ -297,6 +297,8 @@ fn cases() -> Vec<(&'static str, Case)> {
         case!("GET /api/white-label/v1/webhook-endpoints/{id}/attempts", webhook_endpoints_attempts),
         case!("GET /api/white-label/v1/events", events_list),
         case!("POST /api/white-label/webhooks/{provider}", provider_callback),
+        case!("POST /api/white-label/webhooks/{provider}/{callbackToken}", provider_callback_tokened),
+        case!("GET /pay/done", pay_done),
         case!("POST /api/white-label/ussd/{gateway}/{account}", ussd_receive),
         case!("GET /healthz", health),
         case!("GET /readyz", health),
@@ -843,6 +845,31 @@ async fn provider_callback(c: &Ctx) {
     drain(&c.p).await;
 }
 
+async fn provider_callback_tokened(c: &Ctx) {
+    // Hubtel's checkout callback for A's pending payment at B's own token (not A's, not the
+    // platform's): refused before anything is stored, and A's payment is not asked about.
+    let wire_reference = c.seed.pending.replace('_', "");
+    let body = serde_json::to_vec(&json!({
+        "ResponseCode": "0000", "Status": "Success",
+        "Data": {"ClientReference": wire_reference, "Status": "Success", "Amount": 1, "CustomerPhoneNumber": "233241234567"},
+    }))
+    .expect("json");
+    let url = c.p.url("/api/white-label/webhooks/provider_c/bravo-hubtel-callback-token-01");
+    let req = c.p.http.post(url).header("content-type", "application/json").body(body);
+    let r = raw(req.send().await.expect("send")).await;
+    assert_error(&r, 401, "invalid_signature");
+    no_a_data(c, &r, &c.seed.pending);
+    drain(&c.p).await;
+}
+
+async fn pay_done(c: &Ctx) {
+    // The return page shows only the reference it was given: nothing of A's payment behind it.
+    let url = c.p.url(&format!("/pay/done?reference={}", c.seed.pending));
+    let r = raw(c.p.http.get(url).send().await.expect("send")).await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    no_a_data(c, &r, &c.seed.pending);
+}
+
 const A_USSD_TOKEN: &str = "alpha-ussd-callback-token-01";
 const B_USSD_TOKEN: &str = "bravo-ussd-callback-token-01";
 
@@ -905,14 +932,16 @@ async fn seed(backend: Backend) -> Ctx {
     // A takes votes by dial (the USSD case probes A's route with B's token).
     let config = json!({"config": {"enabled": true, "callbackToken": A_USSD_TOKEN, "serviceCode": "*920*44#"}});
     let _: Value = p.api_as(&a.private).patch("/api/white-label/v1/settings/ussd", &config, StatusCode::OK).await;
-    // B has its own provider credentials (used by the callback case).
+    // B has its own provider credentials (used by the callback cases): Hubtel's, whole.
     let own = p.sandbox.provider_url("provider_c");
     let _: Value = p
         .api_as(&b.private)
         .patch(
             &v1("/settings/payments"),
             &json!({"config": {"useSharedDefaults": false, "defaultProvider": "provider_c",
-                "providers": {"provider_c": {"baseUrl": own, "secretKey": "sk_live_b_own_c"}}}}),
+                "providers": {"provider_c": {"baseUrl": own, "secretKey": "sk_live_b_own_c", "apiId": "bravo-api-id",
+                    "posSalesId": "2019001", "prepaidDepositId": "2019002",
+                    "callbackToken": "bravo-hubtel-callback-token-01"}}}}),
             StatusCode::OK,
         )
         .await;
