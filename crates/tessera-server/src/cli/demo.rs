@@ -85,7 +85,9 @@ pub fn sandbox_settings(sandbox_base: &str, smtp: (&str, u16)) -> [(&'static str
             "notifications",
             json!({
                 "email": {"smtpHost": smtp.0, "smtpPort": smtp.1, "fromAddress": "tickets@demo.localhost", "fromName": "Tessera Demo"},
-                "sms": {"baseUrl": format!("{sandbox_base}/sms"), "apiKey": "sms_demo_key", "senderId": "Tessera"},
+                // SMS through Africa's Talking's wire (D18.4), served by the sandbox under /sms.
+                "sms": {"provider": "africastalking", "username": "sandbox", "baseUrl": format!("{sandbox_base}/sms"),
+                    "apiKey": "at_demo_key", "senderId": "Tessera"},
             }),
         ),
     ]
