@@ -139,6 +139,11 @@ fn at<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     v.get(key).or_else(|| v.get(&lower)).filter(|x| !x.is_null())
 }
 
+/// A decimal GHS amount by either casing (`Amount` / `amount`), as pesewas.
+fn amount(v: &Value, key: &str) -> Option<i64> {
+    at(v, key).and_then(wire::pesewas_in)
+}
+
 fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     at(v, key).and_then(Value::as_str)
 }
@@ -237,9 +242,7 @@ fn charge_state(a: Answer, reference: &str) -> ProviderResult<ChargeState> {
     };
     let status_text = text(data, "Status").ok_or_else(|| wire::unreadable("data.status"))?;
     let status = charge_status(status_text);
-    let amount = wire::pesewas_at(data, "amount")
-        .or_else(|| wire::pesewas_at(data, "Amount"))
-        .ok_or_else(|| wire::unreadable("data.amount"))?;
+    let amount = amount(data, "Amount").ok_or_else(|| wire::unreadable("data.amount"))?;
     Ok(ChargeState {
         reference: text(data, "ClientReference").map(from_hubtel).unwrap_or_else(|| reference.to_string()),
         status,
@@ -267,7 +270,7 @@ fn sent(a: &Answer) -> ProviderResult<Sent> {
         return Err(if a.is_success() { wire::unreadable("ResponseCode") } else { refused(a) });
     };
     let data = at(&a.body, "Data");
-    let amount = data.and_then(|d| wire::pesewas_at(d, "Amount"));
+    let amount = data.and_then(|d| amount(d, "Amount"));
     let status = match c {
         "0001" => RemoteStatus::Pending,
         "0000" => RemoteStatus::Success,
@@ -302,7 +305,7 @@ fn send_state(a: &Answer) -> ProviderResult<Sent> {
     let status = send_status(s);
     Ok(Sent {
         status,
-        amount: wire::pesewas_at(data, "Amount"),
+        amount: amount(data, "Amount"),
         reason: (status == RemoteStatus::Failed).then(|| format!("Hubtel reports the send {s}")),
     })
 }
@@ -725,6 +728,18 @@ mod tests {
         assert!(matches!(charge_state(answer(200, json!("nope")), "tsr_a"), Err(ProviderError::Rejected(_))));
         let no_amount = json!({"responseCode": "0000", "data": {"status": "Paid"}});
         assert!(matches!(charge_state(answer(200, no_amount), "tsr_a"), Err(ProviderError::Rejected(_))));
+    }
+
+    #[test]
+    fn send_status_answers_read_in_either_casing() {
+        let pascal = json!({"ResponseCode": "success", "Data": {"TransactionStatus": "success", "Amount": 12.5}});
+        let camel = json!({"responseCode": "success", "data": {"transactionStatus": "failed", "amount": "12.50"}});
+        let a = send_state(&answer(200, pascal)).expect("pascal");
+        assert_eq!((a.status, a.amount), (RemoteStatus::Success, Some(1250)));
+        let b = send_state(&answer(200, camel)).expect("camel");
+        assert_eq!((b.status, b.amount), (RemoteStatus::Failed, Some(1250)));
+        let c = sent(&answer(200, json!({"responseCode": "0001", "data": {"amount": 0.8}}))).expect("camel send");
+        assert_eq!((c.status, c.amount), (RemoteStatus::Pending, Some(80)));
     }
 
     #[test]

@@ -154,7 +154,12 @@ pub(crate) fn ghs(pesewas: i64) -> Value {
 /// places (`150.5`, `"150.50"`, `150`); anything else, or a third place that is not zero, is
 /// unreadable (`None`).
 pub(crate) fn pesewas_at(v: &Value, key: &str) -> Option<i64> {
-    match v.get(key)? {
+    pesewas_in(v.get(key)?)
+}
+
+/// [`pesewas_at`] of a value already found.
+pub(crate) fn pesewas_in(v: &Value) -> Option<i64> {
+    match v {
         Value::Number(n) => pesewas_of(&n.to_string()),
         Value::String(s) => pesewas_of(s.trim()),
         _ => None,
