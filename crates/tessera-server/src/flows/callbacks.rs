@@ -73,7 +73,7 @@ fn authenticates(id: ProviderId, creds: &Credentials, arrival: &Arrival<'_>) -> 
 /// transfer's (the withdrawal id, D14.1) `reference`; a refund names its refund id there on the
 /// gateway's wire, and its charge in `transaction` (the gateway) or `transaction_reference`
 /// (Paystack) (D17.36); other wires' references as their adapter reads them.
-async fn owner(state: &AppState, id: ProviderId, body: &[u8]) -> Option<String> {
+async fn owner(state: &AppState, body: &[u8], parsed: Option<&str>) -> Option<String> {
     let data = serde_json::from_slice::<Value>(body).ok().and_then(|v| v.get("data").cloned());
     let mut named: Vec<String> = data
         .map(|data| {
@@ -83,9 +83,7 @@ async fn owner(state: &AppState, id: ProviderId, body: &[u8]) -> Option<String> 
                 .collect()
         })
         .unwrap_or_default();
-    if let Ok(parsed) = adapter(id).parse_callback(body) {
-        named.push(parsed.reference);
-    }
+    named.extend(parsed.map(str::to_string));
     for reference in &named {
         let found = match state.store.transaction_by_reference(reference).await {
             Ok(Some(t)) => Some(t.account_id),
@@ -106,12 +104,13 @@ async fn owner(state: &AppState, id: ProviderId, body: &[u8]) -> Option<String> 
 }
 
 /// Whether the callback is authenticated by the platform's shared credentials or by those of
-/// the account that owns the callback's reference (D6.1, D18.2–3).
-async fn authenticated(state: &AppState, id: ProviderId, arrival: &Arrival<'_>) -> bool {
+/// the account that owns the callback's reference (D6.1, D18.2–3); `parsed` is the reference
+/// the adapter read in the body, when it could.
+async fn authenticated(state: &AppState, id: ProviderId, arrival: &Arrival<'_>, parsed: Option<&str>) -> bool {
     if platform_credentials(state, id).is_some_and(|c| authenticates(id, &c, arrival)) {
         return true;
     }
-    let Some(account_id) = owner(state, id, arrival.body).await else { return false };
+    let Some(account_id) = owner(state, arrival.body, parsed).await else { return false };
     let Ok(settings) = payments_settings(state, &account_id).await else { return false };
     // An account on the shared defaults signs with the platform's credentials, already tried.
     if settings.use_shared_defaults {
@@ -129,14 +128,14 @@ pub fn carries_authentication(id: ProviderId, arrival: &Arrival<'_>) -> bool {
 /// Verifies and stores one callback (see the module docs). Returns whether it was new (false for
 /// a second delivery of a stored callback).
 pub async fn accept(state: &AppState, id: ProviderId, arrival: &Arrival<'_>) -> Result<bool, Refused> {
-    if !authenticated(state, id, arrival).await {
+    let body = arrival.body;
+    // Read once: its reference finds the owner's credentials; it is stored once authenticated.
+    let parsed = adapter(id).parse_callback(body);
+    if !authenticated(state, id, arrival, parsed.as_ref().ok().map(|c| c.reference.as_str())).await {
         tracing::warn!(provider = id.as_str(), "callback with a wrong signature refused");
         return Err(Refused::Signature);
     }
-    let body = arrival.body;
-    let callback = adapter(id)
-        .parse_callback(body)
-        .map_err(|e| Refused::Malformed(format!("not a {} event: {e}", id.as_str())))?;
+    let callback = parsed.map_err(|e| Refused::Malformed(format!("not a {} event: {e}", id.as_str())))?;
     let payload = std::str::from_utf8(body).map_err(|_| Refused::Malformed("the body is not UTF-8".into()))?;
     let new = NewCallback {
         provider: id.as_str(),

@@ -298,17 +298,7 @@ async fn advance(state: &AppState, r: &Refund, may_create: bool) -> Result<Outco
         .ok_or_else(|| RefundError::NotConfigured(r.provider.clone()))?;
     let api = adapter(provider);
     let payment = state.store.transaction_by_reference(&r.transaction_reference).await?;
-    let taken: Vec<String> = match &payment {
-        Some(t) => state
-            .store
-            .refunds_of(&t.account_id, &t.reference)
-            .await?
-            .into_iter()
-            .filter(|o| o.id != r.id)
-            .filter_map(|o| o.provider_refund_id)
-            .collect(),
-        None => Vec::new(),
-    };
+    let taken = state.store.provider_refund_ids_of(&r.transaction_reference, &r.id).await?;
     let req = RefundRequest {
         refund_id: &r.id,
         transaction_reference: &r.transaction_reference,

@@ -182,6 +182,20 @@ impl Store {
         rows.iter().map(from_row).collect()
     }
 
+    /// The provider ids of a charge's refunds other than `except` (a refund step's `taken`,
+    /// D18.2): one read, only the ids.
+    pub async fn provider_refund_ids_of(&self, reference: &str, except: &str) -> StoreResult<Vec<String>> {
+        let rows = sqlx::query(
+            "SELECT provider_refund_id FROM refunds WHERE transaction_reference = $1 AND id <> $2 \
+             AND provider_refund_id IS NOT NULL",
+        )
+        .bind(reference)
+        .bind(except)
+        .fetch_all(self.reader())
+        .await?;
+        rows.iter().map(|r| Ok(r.try_get::<String, _>("provider_refund_id")?)).collect()
+    }
+
     /// The pending refunds of a charge (a refund callback names the charge, D17.36).
     pub async fn pending_refunds_of(&self, reference: &str) -> StoreResult<Vec<Refund>> {
         let rows = sqlx::query(&format!(
